@@ -1,0 +1,251 @@
+"""compare.py: every rung in CUDA C and Triton, checked against torch and timed against cuBLAS."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+from tabulate import tabulate
+from tqdm import tqdm
+
+from . import _bench, _cuda, _report
+from ._check import PRECISIONS
+from ._env import environment, set_fp32_matmul
+from ._registry import LANGS, Variant, all_variants, config_label, select
+from ._validate import triton_interpreting
+
+IMPLS = ("cuda", "triton", "cublas")
+DEFAULT_GPU_SIZES = "4096"
+DEFAULT_CPU_SIZES = "17x33x5,97x61x130"
+INTERPRETER_COMFORT = 256  # the interpreter runs one program at a time: larger sizes take minutes
+
+EPILOG = """
+examples:
+  python compare.py                           every rung at 4096³ fp32, CUDA C beside Triton, vs cuBLAS
+  python compare.py --rungs 2-3 --sizes 1024,2048x512x4096
+  python compare.py --impl triton,cublas --timing graph --sizes 256,512
+  python compare.py --list
+  python compare.py --csv out/ladder.csv --json out/ladder.json --markdown out/ladder.md
+
+Without a CUDA device it verifies the Triton rungs in Triton's interpreter on small shapes and prints
+nvcc's compile report for the CUDA rungs; nothing is timed.
+"""
+
+
+def parse_sizes(text: str) -> list[tuple[int, int, int]]:
+    """"4096" is 4096³; "512x1024x256" is M=512, N=1024, K=256; comma-separated lists of either."""
+    sizes = []
+    for token in (t.strip().lower() for t in text.split(",") if t.strip()):
+        parts = token.split("x")
+        if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise argparse.ArgumentTypeError(f"size {token!r} is neither N nor MxNxK with positive integers")
+        dims = tuple(int(p) for p in parts)
+        sizes.append(dims * 3 if len(dims) == 1 else dims)
+    if not sizes:
+        raise argparse.ArgumentTypeError("no sizes given")
+    return sizes
+
+
+def parse_impls(text: str) -> tuple[str, ...]:
+    impls = tuple(t.strip().lower() for t in text.split(",") if t.strip())
+    unknown = [i for i in impls if i not in IMPLS]
+    if unknown or not impls:
+        raise argparse.ArgumentTypeError(f"implementations are a comma-separated choice of {', '.join(IMPLS)}")
+    return impls
+
+
+def parse_rungs(text: str) -> list[Variant]:
+    try:
+        return select(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="compare.py", description=__doc__, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--rungs", type=parse_rungs, default=None, metavar="SPEC",
+                   help='rungs by number, name or range: "3", "v03", "smem_tiling", "1-3", "1,3-4" (default: all)')
+    p.add_argument("--impl", type=parse_impls, default=IMPLS, metavar="LIST",
+                   help="comma-separated: cuda, triton, cublas (default: all three)")
+    p.add_argument("--sizes", type=parse_sizes, default=None, metavar="LIST",
+                   help=f"N for N³ or MxNxK, comma-separated (default: {DEFAULT_GPU_SIZES} on a GPU, "
+                        f"{DEFAULT_CPU_SIZES} in the interpreter)")
+    p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
+                   help="operand precision; rungs that do not support it are skipped with the reason (default: fp32)")
+    p.add_argument("--timing", choices=("events", "graph"), default="events",
+                   help="events: CUDA events per call, L2 flushed between calls; graph: many calls in one CUDA "
+                        "graph, for small sizes where launch overhead dominates (default: events)")
+    p.add_argument("--warmup", type=float, default=25.0, metavar="MS", help="warm-up time per measurement (ms)")
+    p.add_argument("--rep", type=float, default=200.0, metavar="MS", help="timed time per measurement (ms)")
+    p.add_argument("--min-runs", type=int, default=10, metavar="N", help="timed runs at least, however slow (default 10)")
+    p.add_argument("--seed", type=int, default=None, help="base seed of the random inputs (default: random, printed)")
+    p.add_argument("--csv", metavar="PATH", help="write every result as a CSV row as it is measured")
+    p.add_argument("--json", metavar="PATH", help="keep a JSON document (environment + results) current")
+    p.add_argument("--markdown", metavar="PATH", help="keep a Markdown report current")
+    p.add_argument("--list", action="store_true", help="list the rungs and exit")
+    return p
+
+
+def list_rungs() -> str:
+    rows = []
+    for v in all_variants():
+        configs = "; ".join(config_label(c) for c in v.configs if c) or "-"
+        langs = ", ".join(lang for lang in LANGS if getattr(v, lang) is not None)
+        rows.append([v.tag, v.name, v.title, ", ".join(v.dtypes), configs, langs,
+                     "broken on purpose" if v.expect_wrong else ""])
+    return tabulate(rows, ["rung", "name", "title", "dtypes", "configs", "languages", ""], disable_numparse=True)
+
+
+@dataclass
+class Task:
+    variant: Variant | None  # None: the cuBLAS baseline
+    config: dict
+    impl: str
+    shape: tuple[int, int, int]
+
+    @property
+    def label(self) -> str:
+        size = "x".join(map(str, self.shape))
+        if self.variant is None:
+            return f"cuBLAS {size}"
+        return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
+
+
+def plan(variants: list[Variant], impls: tuple[str, ...], sizes) -> Iterator[Task]:
+    for shape in sizes:
+        if "cublas" in impls:
+            yield Task(None, {}, "cublas", shape)
+        for v in variants:
+            for config in v.configs:
+                for impl in impls:
+                    if impl != "cublas":
+                        yield Task(v, dict(config), impl, shape)
+
+
+def skip_reason(task: Task, dtype: str, device: torch.device) -> str:
+    v = task.variant
+    if v is None:
+        return ""
+    if getattr(v, task.impl) is None:
+        return f"no {task.impl} implementation"
+    if dtype not in v.dtypes:
+        return f"supports {', '.join(v.dtypes)} only"
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) < v.min_cc:
+        return f"needs compute capability {v.min_cc[0]}.{v.min_cc[1]}"
+    if device.type != "cuda" and task.impl == "cuda":
+        return "CUDA C needs a GPU"
+    return ""
+
+
+def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: torch.device, seed: int,
+              timing: _bench.TimingOptions | None) -> None:
+    precision = PRECISIONS[dtype]
+    cublas_ms: dict[tuple[int, int, int], float] = {}
+    bar = tqdm(total=len(tasks), file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+    for i, task in enumerate(tasks):
+        bar.set_description(task.label)
+        v = task.variant
+        reason = skip_reason(task, dtype, device)
+        if reason:
+            result = _bench.Result(v.tag, v.name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
+        elif v is None:
+            result = _bench.measure(
+                rung="cuBLAS", name="torch.matmul", config="", impl="cublas", precision=precision,
+                shape=task.shape, device=device, seed=seed + i, prepare=_bench.cublas_prepare, timing=timing)
+            if result.ms:
+                cublas_ms[task.shape] = result.ms
+        else:
+            def prepare(a, b, v=v, task=task):
+                return v.prepare(task.impl, a, b, **task.config)
+
+            result = _bench.measure(
+                rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
+                shape=task.shape, device=device, seed=seed + i, prepare=prepare, expect_wrong=v.expect_wrong,
+                timing=timing, cublas_ms=cublas_ms.get(task.shape))
+        log.add(result)
+        bar.update()
+        timed = f" {result.ms:.3f} ms" if result.ms is not None else ""
+        tqdm.write(f"[{i + 1}/{len(tasks)}] {task.label}: {result.status}{timed}", file=sys.stderr)
+    bar.close()
+
+
+def print_results(log: _report.ResultLog, gpu: bool) -> None:
+    for (size, dtype), group in _report.by_shape(log.results).items():
+        print(f"\n{size} {dtype}" + ("" if gpu else " (Triton interpreter: checked, not timed)"))
+        print(_report.ladder_table(group))
+        if gpu:
+            print("\nkernels")
+            print(_report.kernel_table(group))
+        notes = _report.notes_table(group)
+        if notes:
+            print("\n" + notes)
+    if log.compile_reports:
+        print("\nCUDA C rungs: nvcc compile report (compiled for these architectures, not run)")
+        print(_report.compile_table(log.compile_reports))
+
+
+def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> None:
+    try:
+        _cuda.nvcc_path()
+    except RuntimeError as exc:
+        print(f"\nCUDA C rungs: no compile report: {exc}")
+        return
+    for v in variants:
+        if v.cuda_source is None:
+            continue
+        for arch in _cuda.NVCC_ARCHS:
+            try:
+                log.add_compile_reports(v.tag, _cuda.compile_report(v.cuda_source, arch))
+            except RuntimeError as exc:
+                print(f"\n{v.stem} for {arch}: {exc}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.list:
+        print(list_rungs())
+        return 0
+    variants = args.rungs if args.rungs is not None else select()
+    gpu = torch.cuda.is_available()
+    if not gpu and not triton_interpreting():
+        print("No CUDA device, and Triton was imported in compiled mode: set TRITON_INTERPRET=1 before the "
+              "kernels are imported (compare.py does this itself when it finds no GPU).", file=sys.stderr)
+        return 2
+    device = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
+    sizes = args.sizes or parse_sizes(DEFAULT_GPU_SIZES if gpu else DEFAULT_CPU_SIZES)
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    fp32_mode = set_fp32_matmul(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
+    env = environment(device)
+    env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "seed": str(seed),
+                "timing": f"{args.timing}, warm-up {args.warmup} ms, {args.rep} ms / at least {args.min_runs} runs, "
+                          "median" if gpu else "none"})
+    print(_report.env_table(env))
+    impls = args.impl if gpu else tuple(i for i in args.impl if i == "triton")
+    if not gpu:
+        print("\nNo CUDA device: the Triton rungs are checked in Triton's interpreter on small shapes and the CUDA C "
+              "rungs are compiled by nvcc; NOTHING IS TIMED.")
+        if max(max(s) for s in sizes) > INTERPRETER_COMFORT:
+            print(f"(sizes above {INTERPRETER_COMFORT} take minutes in the interpreter)")
+    timing = _bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs) if gpu else None
+    log = _report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown)
+    tasks = list(plan(variants, impls, sizes))
+    try:
+        run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing)
+        if not gpu and "cuda" in args.impl:
+            cpu_compile_reports(variants, log)
+    except KeyboardInterrupt:
+        print(f"\ninterrupted: {len(log.results)} of {len(tasks)} results kept", file=sys.stderr)
+        print_results(log, gpu)
+        return 130
+    finally:
+        log.close()
+    print_results(log, gpu)
+    failed = [r for r in log.results if r.status in (_bench.STATUS_WRONG, _bench.STATUS_ERROR)]
+    if failed:
+        print(f"\n{len(failed)} result(s) failed: " + ", ".join(f"{r.rung} {r.config} {r.impl}" for r in failed))
+    return 1 if failed else 0

@@ -1,0 +1,202 @@
+"""Raw CUDA C through CuPy: compile once, launch on torch tensors, and nvcc's report on the CPU.
+
+- `CudaSource` is one `kernels_cuda/vNN_name.cu` with the kernel names (template instantiations
+  included, e.g. "smem_tiling<32>") the rung launches. CuPy compiles it with NVRTC the first time a
+  launch needs it, for the GPU at hand, and caches the binary (in memory and under ~/.cupy).
+- `launch` runs one kernel on torch tensors: zero-copy through `__cuda_array_interface__`, on torch's
+  current stream (so torch's CUDA events bracket it), after checking the launch shape.
+- `compile_report` runs nvcc + ptxas on the CPU for any architecture, no GPU needed, and reads
+  registers, shared memory, stack and spills per kernel from `ptxas -v`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import torch
+
+KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels_cuda"
+# The one place compile options live, for NVRTC (GPU runs) and nvcc (CPU reports) alike. No
+# fast-math: the fp32 rungs are compared with IEEE fp32 cuBLAS.
+COMPILE_OPTIONS = ("-std=c++17", f"-I{KERNEL_DIR}")
+MAX_THREADS_PER_BLOCK = 1024
+MAX_GRID = (2**31 - 1, 65535, 65535)
+
+
+def cupy():
+    try:
+        import cupy
+    except ImportError as exc:
+        raise RuntimeError(
+            "CuPy is not installed, and it launches the CUDA C kernels: install the wheel that matches "
+            "your CUDA driver, `pip install -e .[cuda13]` (cupy-cuda13x) or `pip install -e .[cuda12]` "
+            "(cupy-cuda12x)"
+        ) from exc
+    return cupy
+
+
+class CudaSource:
+    """One rung's .cu file and the kernel names its launcher may ask for."""
+
+    def __init__(self, module: str, kernels: Sequence[str]):
+        self.stem = module.rpartition(".")[2]
+        self.path = KERNEL_DIR / f"{self.stem}.cu"
+        self.kernels = tuple(kernels)
+        self._modules: dict[int, object] = {}
+
+    def __repr__(self) -> str:
+        return f"CudaSource({self.path.name}, kernels={self.kernels})"
+
+    def function(self, name: str, device: int):
+        """The compiled kernel `name` for CUDA device `device` (compiled on first use)."""
+        if name not in self.kernels:
+            raise ValueError(f"{self.path.name} has no kernel {name!r}; it instantiates {', '.join(self.kernels)}")
+        module = self._modules.get(device)
+        if module is None:
+            cp = cupy()
+            with cp.cuda.Device(device):
+                module = cp.RawModule(
+                    code=self.path.read_text(), options=COMPILE_OPTIONS, name_expressions=list(self.kernels)
+                )
+                module.compile()
+            self._modules[device] = module
+        return module.get_function(name)
+
+
+def check_launch_shape(grid: tuple[int, ...], block: tuple[int, ...]) -> None:
+    """Refuse a launch CUDA would reject, with the reason, before the driver sees it."""
+    threads = math.prod(block)
+    if threads > MAX_THREADS_PER_BLOCK:
+        dims = "×".join(map(str, block))
+        raise ValueError(
+            f"a block of {dims} = {threads} threads cannot launch: CUDA allows at most "
+            f"{MAX_THREADS_PER_BLOCK} threads per block"
+        )
+    check_grid(grid)
+
+
+def check_grid(grid: tuple[int, ...]) -> None:
+    """Grid limits are the same for CUDA blocks and Triton programs: x < 2^31, y and z <= 65535."""
+    for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
+        if not 1 <= size <= limit:
+            raise ValueError(
+                f"grid dimension {'xyz'[axis]} = {size:,} is outside CUDA's limit of 1..{limit:,}: "
+                "the matrix is too large along that axis for this kernel's launch shape"
+            )
+
+
+def _kernel_arg(value):
+    if isinstance(value, torch.Tensor):
+        return cupy().asarray(value)
+    if isinstance(value, np.generic):
+        return value
+    raise TypeError(
+        f"CUDA kernel arguments are tensors or numpy scalars of the C parameter's type (np.int32, ...), "
+        f"got {type(value).__name__}: CuPy would pass a bare Python int as a 64-bit value"
+    )
+
+
+def launch(source: CudaSource, name: str, grid, block, args: Sequence) -> object:
+    """Launch `name` from `source` on torch's current stream; returns the CuPy kernel."""
+    grid, block = tuple(int(g) for g in grid), tuple(int(b) for b in block)
+    check_launch_shape(grid, block)
+    device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
+    kernel = source.function(name, device)
+    cp = cupy()
+    stream = torch.cuda.current_stream(device)
+    with cp.cuda.Device(device), cp.cuda.ExternalStream(stream.cuda_stream, device):
+        kernel(grid, block, tuple(_kernel_arg(a) for a in args))
+    return kernel
+
+
+# ---- nvcc compile report (CPU) -----------------------------------------------------------------------
+
+NVCC_ARCHS = ("sm_80", "sm_90")
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    kernel: str
+    arch: str
+    registers: int
+    smem_bytes: int
+    stack_bytes: int
+    spill_stores: int
+    spill_loads: int
+    compile_s: float  # nvcc's wall time for the whole .cu (all its kernels)
+
+    @property
+    def spills(self) -> int:
+        return self.spill_stores + self.spill_loads
+
+
+def nvcc_path() -> str:
+    path = shutil.which("nvcc")
+    if path is None:
+        raise RuntimeError("nvcc not found: install the CUDA toolkit (nvcc) for compile reports of the .cu rungs")
+    return path
+
+
+_ENTRY = re.compile(r"Compiling entry function '([^']+)' for '(\w+)'")
+_FRAME = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_USED = re.compile(r"Used (\d+) registers")
+_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def _demangle(names: list[str]) -> dict[str, str]:
+    """Itanium-mangled name -> "kernel<args>" as written in a name expression (c++filt, binutils)."""
+    mangled = [n for n in names if n.startswith("_Z")]
+    if not mangled:
+        return {n: n for n in names}
+    tool = shutil.which("c++filt")
+    if tool is None:
+        raise RuntimeError("c++filt not found: install binutils to read the names of templated kernels")
+    plain = subprocess.run([tool], input="\n".join(mangled), capture_output=True, text=True, check=True).stdout
+    out = {n: n for n in names}
+    for m, p in zip(mangled, plain.splitlines()):
+        signature = p.removeprefix("void ").split("(")[0]
+        out[m] = re.sub(r"\s+", "", signature)
+    return out
+
+
+@cache
+def compile_report(source: CudaSource, arch: str) -> tuple[PtxasReport, ...]:
+    """Compile `source` for `arch` with nvcc (cubin only, no GPU needed) and parse ptxas's report."""
+    nvcc = nvcc_path()
+    with tempfile.TemporaryDirectory() as tmp:
+        wrapper = Path(tmp) / f"{source.stem}_instantiate.cu"
+        # Taking each kernel's address makes nvcc instantiate exactly the names the launcher uses.
+        addresses = ", ".join(f"(void*)&{k}" for k in source.kernels)
+        wrapper.write_text(f'#include "{source.path}"\nvoid* const tvc_kernels[] = {{{addresses}}};\n')
+        cmd = [nvcc, "-cubin", f"-arch={arch}", *COMPILE_OPTIONS, "-Xptxas", "-v", "-diag-suppress", "177",
+               "-o", str(Path(tmp) / "out.cubin"), str(wrapper)]
+        start = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        elapsed = time.perf_counter() - start
+    if proc.returncode != 0:
+        raise RuntimeError(f"nvcc failed on {source.path.name} for {arch}:\n{proc.stderr}")
+    blocks = _ENTRY.split(proc.stderr)[1:]  # [name, arch, text, name, arch, text, ...]
+    names = blocks[0::3]
+    readable = _demangle(names)
+    reports = []
+    for name, entry_arch, text in zip(blocks[0::3], blocks[1::3], blocks[2::3]):
+        frame, used, smem = _FRAME.search(text), _USED.search(text), _SMEM.search(text)
+        if frame is None or used is None:
+            raise RuntimeError(f"could not read ptxas's report for {name} in {source.path.name}:\n{text}")
+        reports.append(PtxasReport(
+            kernel=readable[name], arch=entry_arch, registers=int(used.group(1)),
+            smem_bytes=int(smem.group(1)) if smem else 0, stack_bytes=int(frame.group(1)),
+            spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)), compile_s=elapsed,
+        ))
+    order = {k: i for i, k in enumerate(source.kernels)}  # the launcher's order; unlisted kernels last
+    return tuple(sorted(reports, key=lambda r: order.get(r.kernel, len(order))))

@@ -1,0 +1,77 @@
+"""The environment that goes with every saved result: device, clocks, driver and library versions."""
+
+from __future__ import annotations
+
+import datetime
+import importlib.metadata
+import platform
+import subprocess
+
+import torch
+
+from ._validate import triton_interpreting
+
+
+def set_fp32_matmul(tf32: bool) -> str:
+    """Set cuBLAS's fp32 mode explicitly (TF32 off for IEEE fp32) and return how, for the record."""
+    matmul = torch.backends.cuda.matmul
+    if hasattr(matmul, "fp32_precision"):  # torch >= 2.9
+        matmul.fp32_precision = "tf32" if tf32 else "ieee"
+        return f"torch.backends.cuda.matmul.fp32_precision = {matmul.fp32_precision!r}"
+    matmul.allow_tf32 = tf32
+    return f"torch.backends.cuda.matmul.allow_tf32 = {tf32}"
+
+
+def _version(dist: str) -> str:
+    try:
+        return importlib.metadata.version(dist)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def _cupy_version() -> str:
+    names = [d.metadata["Name"] for d in importlib.metadata.distributions()]
+    found = sorted({n for n in names if n and n.lower().startswith("cupy")})
+    return ", ".join(f"{n} {_version(n)}" for n in found) or "not installed"
+
+
+def _nvidia_smi(index: int) -> dict[str, str]:
+    fields = ["clocks.sm", "clocks.max.sm", "clocks.mem", "power.draw", "power.limit", "temperature.gpu", "driver_version"]
+    try:
+        out = subprocess.run(
+            ["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=20, check=True,
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {"nvidia-smi": "unavailable"}
+    return dict(zip(fields, (v.strip() for v in out.strip().split(","))))
+
+
+def environment(device: torch.device | None = None) -> dict[str, str]:
+    """A flat record of where the numbers came from."""
+    env = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "host": platform.node(),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "triton": _version("triton"),
+        "cupy": _cupy_version(),
+        "numpy": _version("numpy"),
+    }
+    if device is None or device.type != "cuda":
+        env["device"] = "CPU only (no CUDA device): nothing is timed"
+        env["triton mode"] = "interpreter (TRITON_INTERPRET=1)" if triton_interpreting() else "compiled"
+        return env
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(index)
+    env.update({
+        "device": props.name,
+        "compute capability": f"{props.major}.{props.minor}",
+        "SMs": str(props.multi_processor_count),
+        "memory": f"{props.total_memory / 2**30:.0f} GiB",
+        "L2": f"{getattr(props, 'L2_cache_size', 0) / 2**20:.0f} MiB",
+        "CUDA (torch)": str(torch.version.cuda),
+        "cuBLAS fp32 TF32": "on" if torch.backends.cuda.matmul.allow_tf32 else "off",
+    })
+    env.update(_nvidia_smi(index))
+    return env

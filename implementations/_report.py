@@ -1,0 +1,178 @@
+"""Tables for the terminal and files that are written as each result arrives (CSV, JSON, Markdown).
+
+A sweep that fails or is interrupted keeps everything measured before: CSV rows are appended and
+flushed one by one, and the JSON and Markdown files are rewritten whole (write, then rename) after
+every result, so they are complete documents at any moment.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from collections.abc import Iterable
+from dataclasses import asdict, fields
+from pathlib import Path
+
+from tabulate import tabulate
+
+from ._bench import Result
+from ._cuda import PtxasReport
+
+RESULT_COLUMNS = [f.name for f in fields(Result) if f.name != "extra"] + ["size"]
+
+
+def _num(value, fmt: str) -> str:
+    return "" if value is None else format(value, fmt)
+
+
+def _ms(r: Result) -> str:
+    if r.ms is None:
+        return ""
+    spread = 50.0 * (r.ms_p80 - r.ms_p20) / r.ms if r.ms else 0.0
+    return f"{r.ms:.3f} ±{spread:.1f}%"
+
+
+def _check(r: Result) -> str:
+    if r.error is None:
+        return r.status
+    return f"{r.status} {r.error:.1e}"
+
+
+def _rows_by_rung(results: Iterable[Result]) -> dict[tuple[str, str, str], dict[str, Result]]:
+    rows: dict[tuple[str, str, str], dict[str, Result]] = {}
+    for r in results:
+        rows.setdefault((r.rung, r.name, r.config), {})[r.impl] = r
+    return rows
+
+
+def _drop_empty_columns(header: list[str], body: list[list[str]]) -> tuple[list[str], list[list[str]]]:
+    keep = [i for i in range(len(header)) if any(row[i] != "" for row in body)]
+    return [header[i] for i in keep], [[row[i] for i in keep] for row in body]
+
+
+def ladder_table(results: list[Result], fmt: str = "simple") -> str:
+    """One row per rung and config, CUDA C beside Triton, cuBLAS first (its figures in the CUDA columns)."""
+    header = ["rung", "config", "CUDA ms", "CUDA TFLOP/s", "CUDA %cuBLAS", "CUDA check",
+              "Triton ms", "Triton TFLOP/s", "Triton %cuBLAS", "Triton check"]
+    body = []
+    for (rung, name, config), by_impl in _rows_by_rung(results).items():
+        row = [f"{rung} {name}", config]
+        for impl in ("cuda", "triton"):
+            r = by_impl.get(impl, by_impl.get("cublas") if impl == "cuda" else None)
+            if r is None:
+                row += ["", "", "", ""]
+            else:
+                row += [_ms(r), _num(r.tflops, ".2f"), _num(r.pct_cublas, ".1f"), _check(r)]
+        body.append(row)
+    header, body = _drop_empty_columns(header, body)
+    return tabulate(body, header, tablefmt=fmt, disable_numparse=True)
+
+
+def kernel_table(results: list[Result], fmt: str = "simple") -> str:
+    """Registers, shared memory, local (spill) bytes and compile time of each compiled kernel."""
+    header = ["rung", "config", "CUDA regs", "CUDA smem B", "CUDA local B", "CUDA compile s",
+              "Triton regs", "Triton smem B", "Triton local B", "Triton compile s"]
+    body = []
+    for (rung, name, config), by_impl in _rows_by_rung(results).items():
+        if "cublas" in by_impl:
+            continue
+        row = [f"{rung} {name}", config]
+        for impl in ("cuda", "triton"):
+            r = by_impl.get(impl)
+            row += ["", "", "", ""] if r is None else [
+                _num(r.registers, "d"), _num(r.smem_bytes, "d"), _num(r.local_bytes, "d"), _num(r.compile_s, ".2f")]
+        body.append(row)
+    return tabulate(body, header, tablefmt=fmt, disable_numparse=True)
+
+
+def notes_table(results: list[Result], fmt: str = "simple") -> str:
+    """Why something was skipped, failed or is wrong on purpose (one line per distinct note)."""
+    seen: dict[str, list[str]] = {}
+    for r in results:
+        if r.note:
+            seen.setdefault(r.note, []).append(f"{r.rung} {r.config} {r.impl}".replace("  ", " ").strip())
+    body = [[", ".join(sorted(set(who))), note] for note, who in seen.items()]
+    return tabulate(body, ["where", "note"], tablefmt=fmt) if body else ""
+
+
+def compile_table(reports: list[tuple[str, PtxasReport]], fmt: str = "simple") -> str:
+    header = ["rung", "kernel", "arch", "registers", "smem B", "stack B", "spill st/ld B", "nvcc s"]
+    body = [[rung, r.kernel, r.arch, r.registers, r.smem_bytes, r.stack_bytes,
+             f"{r.spill_stores}/{r.spill_loads}", f"{r.compile_s:.2f}"] for rung, r in reports]
+    return tabulate(body, header, tablefmt=fmt, disable_numparse=True)
+
+
+def env_table(env: dict[str, str], fmt: str = "simple") -> str:
+    return tabulate(list(env.items()), tablefmt=fmt, disable_numparse=True)
+
+
+def by_shape(results: list[Result]) -> dict[tuple[str, str], list[Result]]:
+    groups: dict[tuple[str, str], list[Result]] = {}
+    for r in results:
+        groups.setdefault((r.size, r.dtype), []).append(r)
+    return groups
+
+
+def _replace(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+class ResultLog:
+    """Collects results and keeps the requested files current after every one."""
+
+    def __init__(self, env: dict[str, str], *, csv_path=None, json_path=None, markdown_path=None):
+        self.env = env
+        self.results: list[Result] = []
+        self.compile_reports: list[tuple[str, PtxasReport]] = []
+        self.csv_path, self.json_path, self.markdown_path = (
+            Path(p) if p else None for p in (csv_path, json_path, markdown_path))
+        self._csv = None
+        if self.csv_path:
+            self.csv_path.parent.mkdir(parents=True, exist_ok=True)
+            self._csv_file = self.csv_path.open("w", newline="")
+            self._csv = csv.DictWriter(self._csv_file, RESULT_COLUMNS)
+            self._csv.writeheader()
+            self._csv_file.flush()
+        self._write_documents()
+
+    def add(self, result: Result) -> None:
+        self.results.append(result)
+        if self._csv:
+            self._csv.writerow(result.record())
+            self._csv_file.flush()
+        self._write_documents()
+
+    def add_compile_reports(self, rung: str, reports: Iterable[PtxasReport]) -> None:
+        self.compile_reports.extend((rung, r) for r in reports)
+        self._write_documents()
+
+    def close(self) -> None:
+        if self._csv:
+            self._csv_file.close()
+            self._csv = None
+
+    def markdown(self) -> str:
+        parts = ["# triton-vs-cuda results", "", env_table(self.env, "github"), ""]
+        for (size, dtype), group in by_shape(self.results).items():
+            parts += [f"## {size} {dtype}", "", ladder_table(group, "github"), "",
+                      kernel_table(group, "github"), ""]
+            notes = notes_table(group, "github")
+            if notes:
+                parts += [notes, ""]
+        if self.compile_reports:
+            parts += ["## nvcc compile report", "", compile_table(self.compile_reports, "github"), ""]
+        return "\n".join(parts)
+
+    def _write_documents(self) -> None:
+        for path in (self.json_path, self.markdown_path):
+            if path:
+                path.parent.mkdir(parents=True, exist_ok=True)
+        if self.json_path:
+            doc = {"environment": self.env, "results": [r.record() for r in self.results],
+                   "compile_reports": [{"rung": rung, **asdict(r)} for rung, r in self.compile_reports]}
+            _replace(self.json_path, json.dumps(doc, indent=1))
+        if self.markdown_path:
+            _replace(self.markdown_path, self.markdown())

@@ -1,0 +1,53 @@
+"""Operand checks shared by every implementation: a clear error before any kernel sees bad input."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+
+import torch
+
+INT32_MAX = 2**31 - 1
+# Kernels index with 32-bit ints and step along K one tile at a time, so each dimension keeps room
+# for one tile of overrun past its end.
+MAX_TILE_OVERRUN = 1024
+
+
+def triton_interpreting() -> bool:
+    """True when Triton kernels run in its CPU interpreter (TRITON_INTERPRET=1, set before import)."""
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def check_operands(a, b, *, dtypes: Iterable[torch.dtype], lang: str) -> tuple[int, int, int]:
+    """Return (M, N, K) for C = A @ B, or raise TypeError / ValueError saying what is wrong."""
+    for label, t in (("A", a), ("B", b)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{label} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() != 2:
+            raise ValueError(f"{label} must be a 2-D matrix, got {t.dim()}-D with shape {tuple(t.shape)}")
+    (M, K), (K2, N) = a.shape, b.shape
+    if K != K2:
+        raise ValueError(f"inner dimensions differ: A is {M}×{K} and B is {K2}×{N}; A's columns must equal B's rows")
+    allowed = tuple(dtypes)
+    if a.dtype != b.dtype:
+        raise TypeError(f"A and B must share a dtype, got {a.dtype} and {b.dtype}")
+    if a.dtype not in allowed:
+        names = ", ".join(str(d).removeprefix("torch.") for d in allowed)
+        raise TypeError(f"this implementation takes {names} operands, got {str(a.dtype).removeprefix('torch.')}")
+    if a.device != b.device:
+        raise ValueError(f"A and B must be on one device, got {a.device} and {b.device}")
+    if a.device.type != "cuda" and not (lang == "triton" and triton_interpreting()):
+        hint = " (or set TRITON_INTERPRET=1 before importing the kernels to run Triton on the CPU)"
+        raise ValueError(
+            f"the {lang} implementation needs CUDA tensors, got tensors on {a.device}: move them with "
+            f".cuda(){hint if lang == 'triton' else ''}"
+        )
+    for what, count in (("A (M·K)", M * K), ("B (K·N)", K * N), ("C (M·N)", M * N)):
+        if count > INT32_MAX:
+            raise ValueError(
+                f"{what} has {count:,} elements: too large for the 32-bit indexing these kernels use "
+                f"(at most {INT32_MAX:,})"
+            )
+    if max(M, N, K) > INT32_MAX - MAX_TILE_OVERRUN:
+        raise ValueError(f"dimension {max(M, N, K):,} is too large for 32-bit indexing with tile overrun")
+    return M, N, K

@@ -1,0 +1,39 @@
+"""What several test files share: the awkward shapes and one checked run through the real path."""
+
+import itertools
+
+import torch
+
+from implementations import _bench
+from implementations._check import PRECISIONS
+
+# Awkward on purpose: a single element, primes, shapes that are not multiples of any tile, non-square,
+# and one multiple of every tile.
+AWKWARD_SHAPES = [(1, 1, 1), (17, 33, 5), (97, 61, 130), (33, 128, 47), (64, 64, 64)]
+
+_seeds = itertools.count(1000)
+
+
+def checked_run(variant, lang, shape, device, **config) -> _bench.Result:
+    """Fresh inputs, NaN-poisoned output, one run, normwise check: what compare.py does, minus timing."""
+    return _bench.measure(
+        rung=variant.tag, name=variant.name, config=str(config), impl=lang, precision=PRECISIONS["fp32"],
+        shape=shape, device=torch.device(device), seed=next(_seeds),
+        prepare=lambda a, b: variant.prepare(lang, a, b, **config), expect_wrong=variant.expect_wrong)
+
+
+def rung_configs(langs=("cuda", "triton")):
+    """(variant, lang, config) for every rung, language and declared config, as pytest params."""
+    from implementations import all_variants
+
+    return [(v, lang, dict(c)) for v in all_variants() for lang in langs if getattr(v, lang) for c in v.configs]
+
+
+def param_id(value):
+    if hasattr(value, "stem"):
+        return value.stem
+    if isinstance(value, dict):
+        return ",".join(f"{k}{v}" for k, v in value.items()) or "default"
+    if isinstance(value, tuple):
+        return "x".join(map(str, value))
+    return None

@@ -1,0 +1,116 @@
+"""compare.py's command line: parsing, listing, files written as results arrive, interruption, failures."""
+
+import argparse
+import csv
+import dataclasses
+import json
+
+import pytest
+
+from implementations import _bench, _cli
+
+
+@pytest.mark.parametrize("text, sizes", [
+    ("4096", [(4096, 4096, 4096)]),
+    ("512x1024x256", [(512, 1024, 256)]),
+    ("1024, 17X33X5", [(1024, 1024, 1024), (17, 33, 5)]),
+])
+def test_parse_sizes(text, sizes):
+    assert _cli.parse_sizes(text) == sizes
+
+
+@pytest.mark.parametrize("text", ["", "0", "12x4", "axbxc", "4x4x-1", "1e3"])
+def test_parse_sizes_rejects_nonsense(text):
+    with pytest.raises(argparse.ArgumentTypeError):
+        _cli.parse_sizes(text)
+
+
+def test_parse_impls():
+    assert _cli.parse_impls("cuda, Triton") == ("cuda", "triton")
+    with pytest.raises(argparse.ArgumentTypeError, match="cuda, triton, cublas"):
+        _cli.parse_impls("cuda,opencl")
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--rungs", "42"], "no rung matches '42'"),
+    (["--sizes", "12x4"], "neither N nor MxNxK"),
+    (["--dtype", "fp8"], "invalid choice: 'fp8'"),
+    (["--impl", "opencl"], "comma-separated choice"),
+])
+def test_bad_arguments_exit_with_a_message(argv, message, capsys):
+    with pytest.raises(SystemExit) as exc:
+        _cli.main(argv)
+    assert exc.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_help_lists_the_options_and_examples(capsys):
+    with pytest.raises(SystemExit):
+        _cli.main(["--help"])
+    out = capsys.readouterr().out
+    for option in ("--rungs", "--impl", "--sizes", "--dtype", "--timing", "--csv", "--json", "--markdown", "--list"):
+        assert option in out
+    assert "examples:" in out
+
+
+def test_list_shows_every_rung(capsys):
+    assert _cli.main(["--list"]) == 0
+    out = capsys.readouterr().out
+    for name in ("naive", "coalesced", "smem_tiling", "smem_no_sync", "broken on purpose", "TILE=16; TILE=32"):
+        assert name in out
+
+
+def run_to_files(tmp_path, *extra):
+    paths = {ext: tmp_path / f"out.{ext}" for ext in ("csv", "json", "md")}
+    argv = ["--rungs", "2-4", "--sizes", "17x33x5", "--seed", "7", "--rep", "5", "--warmup", "1", "--min-runs", "3",
+            "--csv", str(paths["csv"]), "--json", str(paths["json"]), "--markdown", str(paths["md"]), *extra]
+    return _cli.main(argv), paths
+
+
+def test_results_are_written_to_csv_json_and_markdown(tmp_path, capsys):
+    code, paths = run_to_files(tmp_path)
+    assert code == 0
+    rows = list(csv.DictReader(paths["csv"].open()))
+    doc = json.loads(paths["json"].read_text())
+    assert len(rows) == len(doc["results"]) > 0
+    assert {r["rung"] for r in rows} >= {"v02", "v03", "v04"}
+    assert doc["environment"]["seed"] == "7" and "torch" in doc["environment"]
+    assert all(r["seed"] for r in rows), "every result records the seed of its inputs"
+    assert "| v03 smem_tiling" in paths["md"].read_text()
+    out = capsys.readouterr().out
+    assert "v03 smem_tiling" in out and "TILE=16" in out
+
+
+def test_an_interrupted_sweep_keeps_what_it_measured(tmp_path, monkeypatch, capsys):
+    real_measure, calls = _bench.measure, []
+
+    def measure_then_interrupt(**kwargs):
+        calls.append(kwargs)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_measure(**kwargs)
+
+    monkeypatch.setattr(_bench, "measure", measure_then_interrupt)
+    code, paths = run_to_files(tmp_path)
+    assert code == 130
+    assert len(list(csv.DictReader(paths["csv"].open()))) == 2
+    assert len(json.loads(paths["json"].read_text())["results"]) == 2
+    assert "interrupted: 2 of" in capsys.readouterr().err
+
+
+def test_one_failing_implementation_is_recorded_and_the_sweep_goes_on(tmp_path, monkeypatch):
+    def broken_launcher(a, b, c, TILE=32):
+        raise RuntimeError("simulated compile failure")
+
+    real_select = _cli.select
+
+    def select_with_broken_v03(spec=None):
+        return [dataclasses.replace(v, triton=broken_launcher) if v.number == 3 else v for v in real_select(spec)]
+
+    monkeypatch.setattr(_cli, "select", select_with_broken_v03)
+    code, paths = run_to_files(tmp_path, "--impl", "triton")
+    rows = list(csv.DictReader(paths["csv"].open()))
+    failed = [r for r in rows if r["status"] == _bench.STATUS_ERROR]
+    assert code == 1
+    assert {r["rung"] for r in failed} == {"v03"} and "simulated compile failure" in failed[0]["note"]
+    assert any(r["rung"] == "v04" for r in rows), "later rungs still ran"

@@ -1,0 +1,84 @@
+"""GPU-only checks: large shapes, the race caught, the launch refusals, timing, and compiler evidence."""
+
+import pytest
+import torch
+
+from implementations import _bench, select
+from implementations._check import PRECISIONS, make_inputs, reference
+from implementations._env import set_fp32_matmul
+
+from .helpers import checked_run, param_id, rung_configs
+
+pytestmark = pytest.mark.gpu
+
+LARGE_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096), (1000, 1531, 777), (2048, 384, 4100)]
+CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
+RACE = [p for p in rung_configs() if p[0].expect_wrong]
+RACE_SHAPES = [(1024, 1024, 1024), (4096, 4096, 4096)]
+RACE_REPEATS = 5
+
+
+@pytest.mark.parametrize("shape", LARGE_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, lang, config", CORRECT, ids=param_id)
+def test_rung_matches_reference_on_large_shapes(variant, lang, config, shape):
+    result = checked_run(variant, lang, shape, "cuda", **config)
+    assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+
+
+@pytest.mark.parametrize("shape", RACE_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, lang, config", RACE, ids=param_id)
+def test_the_race_is_caught_every_time(variant, lang, config, shape):
+    """v04 must be reported wrong on every one of several fresh runs (its docstring says why it shows)."""
+    for _ in range(RACE_REPEATS):
+        result = checked_run(variant, lang, shape, "cuda", **config)
+        assert result.status == _bench.STATUS_EXPECTED_WRONG, (result.error, result.bound)
+        assert result.error > 100 * result.bound, "a race moves the error far past rounding"
+
+
+def test_cublas_baseline_is_ieee_fp32_and_tf32_would_fail_the_fp32_check():
+    fp32 = PRECISIONS["fp32"]
+    a, b = make_inputs(2048, 2048, 2048, fp32, "cuda", 5)
+    ref = reference(a, b)
+    try:
+        set_fp32_matmul(tf32=True)
+        tf32_error = ((a @ b).double() - ref).norm() / ref.norm()
+    finally:
+        set_fp32_matmul(tf32=False)
+    ieee_error = ((a @ b).double() - ref).norm() / ref.norm()
+    assert ieee_error < fp32.bound(2048) < tf32_error
+
+
+def test_cuda_tile_64_is_refused_on_the_gpu_and_the_context_survives():
+    v03 = select("smem_tiling")[0]
+    a, b = torch.randn(128, 128, device="cuda"), torch.randn(128, 128, device="cuda")
+    with pytest.raises(ValueError, match="4096 threads cannot launch"):
+        v03.matmul("cuda", a, b, TILE=64)
+    c = v03.matmul("cuda", a, b, TILE=32)
+    torch.cuda.synchronize()
+    assert torch.allclose(c, a @ b, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("mode", ["events", "graph"])
+@pytest.mark.parametrize("lang", ["cuda", "triton"])
+def test_timing_records_median_spread_and_resources(mode, lang):
+    v03 = select("smem_tiling")[0]
+    options = _bench.TimingOptions(mode=mode, warmup_ms=2, rep_ms=20, min_runs=5)
+    result = _bench.measure(
+        rung="v03", name=v03.name, config="TILE=32", impl=lang, precision=PRECISIONS["fp32"],
+        shape=(512, 512, 512), device=torch.device("cuda"), seed=1,
+        prepare=lambda a, b: v03.prepare(lang, a, b, TILE=32), timing=options, cublas_ms=1.0)
+    assert result.status == _bench.STATUS_OK, result.note
+    assert 0 < result.ms_p20 <= result.ms <= result.ms_p80 and result.runs >= 5 and result.tflops > 0
+    assert result.pct_cublas == pytest.approx(100.0 / result.ms)
+    assert result.registers > 0 and result.local_bytes == 0
+    if lang == "cuda":
+        assert result.smem_bytes == 2 * 32 * 32 * 4, "CuPy reports the two static TILE×TILE fp32 tiles"
+
+
+def test_triton_places_the_barriers_itself():
+    """v03's Triton kernel has no barrier in its source, yet its PTX synchronises the CTA."""
+    v03 = select("smem_tiling")[0]
+    a, b = torch.randn(256, 256, device="cuda"), torch.randn(256, 256, device="cuda")
+    prepared = v03.prepare("triton", a, b, TILE=32)
+    kernel = prepared.run()
+    assert "bar.sync" in kernel.asm["ptx"] or "barrier.sync" in kernel.asm["ptx"]

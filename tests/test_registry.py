@@ -1,0 +1,77 @@
+"""The ladder's structure: numbering, one .cu per module and back, docstrings, selection."""
+
+import re
+
+import pytest
+
+from implementations import all_variants, select
+from implementations._cuda import KERNEL_DIR
+from implementations._registry import Variant
+
+PACKAGE_DIR = KERNEL_DIR.parent / "implementations"
+
+
+def test_rungs_are_numbered_from_one_without_gaps():
+    numbers = [v.number for v in all_variants()]
+    assert numbers == list(range(1, len(numbers) + 1))
+
+
+def test_every_rung_module_has_its_cu_file_and_back():
+    modules = {p.stem for p in PACKAGE_DIR.glob("v[0-9][0-9]_*.py")}
+    sources = {p.stem for p in KERNEL_DIR.glob("v[0-9][0-9]_*.cu")}
+    assert modules == sources
+    assert modules == {v.stem for v in all_variants()}
+    for v in all_variants():
+        assert v.cuda_source is not None and v.cuda_source.path.is_file()
+
+
+@pytest.mark.parametrize("variant", all_variants(), ids=lambda v: v.stem)
+def test_rung_is_documented_in_both_languages(variant):
+    doc = variant.doc
+    assert "CUDA C and Triton side by side" in doc, "the docstring maps CUDA concepts to Triton's"
+    assert f"kernels_cuda/{variant.stem}.cu" in doc
+    assert "What it should reach" in doc or variant.expect_wrong
+    cu = variant.cuda_source.path.read_text()
+    assert cu.startswith(f"// {variant.tag} "), "the .cu opens with what it is"
+    assert "C (M×N) = A (M×K) · B (K×N)" in cu, "shapes are written at the top of every kernel file"
+
+
+@pytest.mark.parametrize("variant", all_variants(), ids=lambda v: v.stem)
+def test_cuda_and_triton_share_numbered_phase_comments(variant):
+    cu = variant.cuda_source.path.read_text()
+    py = (PACKAGE_DIR / f"{variant.stem}.py").read_text()
+    cuda_phases = re.findall(r"// ---- (\d+)\. ", cu)
+    triton_phases = re.findall(r"# ---- (\d+)\. ", py)
+    assert cuda_phases and cuda_phases == triton_phases
+
+
+@pytest.mark.parametrize("variant", all_variants(), ids=lambda v: v.stem)
+def test_cuda_kernel_names_are_in_the_source(variant):
+    cu = variant.cuda_source.path.read_text()
+    for kernel in variant.cuda_source.kernels:
+        assert re.search(rf"__global__ void {re.escape(kernel.split('<')[0])}\(", cu)
+
+
+def test_only_the_race_rung_is_broken_on_purpose():
+    assert [v.stem for v in all_variants() if v.expect_wrong] == ["v04_smem_no_sync"]
+
+
+@pytest.mark.parametrize("spec, expected", [
+    (None, [1, 2, 3, 4]), ("", [1, 2, 3, 4]), ("3", [3]), ("v03", [3]), ("smem_tiling", [3]), ("v03_smem_tiling", [3]),
+    ("1-3", [1, 2, 3]), ("v02-v04", [2, 3, 4]), ("1,3-4", [1, 3, 4]), ("4,1", [1, 4]),
+])
+def test_select(spec, expected):
+    assert [v.number for v in select(spec)] == expected
+
+
+@pytest.mark.parametrize("spec", ["9", "nope", "5-9", " , ", "3-"])
+def test_select_rejects_unknown_rungs(spec):
+    with pytest.raises(ValueError, match="no rung matches"):
+        select(spec)
+
+
+def test_variant_refuses_badly_named_modules_and_unknown_dtypes():
+    with pytest.raises(ValueError, match="vNN_name"):
+        Variant("implementations.tiling", title="", dtypes=("fp32",), cuda=None, triton=None, cuda_source=None)
+    with pytest.raises(ValueError, match="unknown dtypes"):
+        Variant("implementations.v99_x", title="", dtypes=("fp8",), cuda=None, triton=None, cuda_source=None)

@@ -1,0 +1,40 @@
+"""Every rung against the float64 reference on awkward shapes.
+
+Triton rungs run wherever the tests run: compiled on a GPU, in Triton's interpreter on a CPU-only
+machine. CUDA C rungs need a GPU (marker `gpu`).
+"""
+
+import pytest
+
+from implementations import _bench
+
+from .helpers import AWKWARD_SHAPES, checked_run, param_id, rung_configs
+
+CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
+
+
+@pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, lang, config", [p for p in CORRECT if p[1] == "triton"], ids=param_id)
+def test_triton_rung_matches_reference(variant, lang, config, shape, device):
+    result = checked_run(variant, lang, shape, device, **config)
+    assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, lang, config", [p for p in CORRECT if p[1] == "cuda"], ids=param_id)
+def test_cuda_rung_matches_reference(variant, lang, config, shape):
+    result = checked_run(variant, lang, shape, "cuda", **config)
+    assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+
+
+@pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
+@pytest.mark.parametrize("config", [{"TILE": 16}, {"TILE": 32}], ids=param_id)
+def test_triton_race_cannot_show_in_the_interpreter(config, shape, device):
+    """The interpreter runs programs one after another, so v04's lost updates never happen there."""
+    if device.type == "cuda":
+        pytest.skip("on a GPU the race shows: tests/test_gpu.py checks that it is caught")
+    from implementations.v04_smem_no_sync import VARIANT
+
+    result = checked_run(VARIANT, "triton", shape, device, **config)
+    assert result.status == _bench.STATUS_RACE_HID, (result.error, result.note)
