@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
+from unittest import mock
 
 import torch
 from tabulate import tabulate
@@ -21,6 +23,7 @@ from ._validate import triton_interpreting
 IMPLS = ("cuda", "triton", "cublas")
 DEFAULT_GPU_SIZES = "4096"
 DEFAULT_CPU_SIZES = "17x33x5,97x61x130"
+COLD_CACHES = {"CUPY_CACHE_IN_MEMORY": "1", "TRITON_ALWAYS_COMPILE": "1"}  # compile afresh, not from disk
 INTERPRETER_COMFORT = 256  # the interpreter runs one program at a time: larger sizes take minutes
 
 EPILOG = """
@@ -87,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="PATH", help="write every result as a CSV row as it is measured")
     p.add_argument("--json", metavar="PATH", help="keep a JSON document (environment + results) current")
     p.add_argument("--markdown", metavar="PATH", help="keep a Markdown report current")
+    p.add_argument("--disk-cache", action="store_true",
+                   help="let CuPy and Triton load kernels from their on-disk caches (default: compile afresh, so "
+                        "the compile-time column shows real compiles)")
     p.add_argument("--list", action="store_true", help="list the rungs and exit")
     return p
 
@@ -222,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     fp32_mode = set_fp32_matmul(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
     env = environment(device)
     env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "seed": str(seed),
+                "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
                 "timing": f"{args.timing}, warm-up {args.warmup} ms, {args.rep} ms / at least {args.min_runs} runs, "
                           "median" if gpu else "none"})
     print(_report.env_table(env))
@@ -234,8 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     timing = _bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs) if gpu else None
     log = _report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown)
     tasks = list(plan(variants, impls, sizes))
+    # Both libraries read these at compile time; patch.dict puts the caller's environment back after.
+    caches = contextlib.nullcontext() if args.disk_cache else mock.patch.dict(os.environ, COLD_CACHES)
     try:
-        run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing)
+        with caches:
+            run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing)
         if not gpu and "cuda" in args.impl:
             cpu_compile_reports(variants, log)
     except KeyboardInterrupt:

@@ -52,25 +52,27 @@ class CudaSource:
         self.stem = module.rpartition(".")[2]
         self.path = KERNEL_DIR / f"{self.stem}.cu"
         self.kernels = tuple(kernels)
-        self._modules: dict[int, object] = {}
+        self._compiled: dict[tuple[int, str], object] = {}
 
     def __repr__(self) -> str:
         return f"CudaSource({self.path.name}, kernels={self.kernels})"
 
     def function(self, name: str, device: int):
-        """The compiled kernel `name` for CUDA device `device` (compiled on first use)."""
+        """The compiled kernel `name` for CUDA device `device`, compiled on first use.
+
+        Each kernel gets a module of its own, so its compile time is its own, as a Triton
+        kernel's is for each specialisation.
+        """
         if name not in self.kernels:
             raise ValueError(f"{self.path.name} has no kernel {name!r}; it instantiates {', '.join(self.kernels)}")
-        module = self._modules.get(device)
-        if module is None:
+        kernel = self._compiled.get((device, name))
+        if kernel is None:
             cp = cupy()
             with cp.cuda.Device(device):
-                module = cp.RawModule(
-                    code=self.path.read_text(), options=COMPILE_OPTIONS, name_expressions=list(self.kernels)
-                )
-                module.compile()
-            self._modules[device] = module
-        return module.get_function(name)
+                module = cp.RawModule(code=self.path.read_text(), options=COMPILE_OPTIONS, name_expressions=[name])
+                kernel = module.get_function(name)
+            self._compiled[(device, name)] = kernel
+        return kernel
 
 
 def check_launch_shape(grid: tuple[int, ...], block: tuple[int, ...]) -> None:
@@ -113,10 +115,16 @@ def launch(source: CudaSource, name: str, grid, block, args: Sequence) -> object
     device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
     kernel = source.function(name, device)
     cp = cupy()
-    stream = torch.cuda.current_stream(device)
-    with cp.cuda.Device(device), cp.cuda.ExternalStream(stream.cuda_stream, device):
+    with cp.cuda.Device(device), _cupy_stream(cp, torch.cuda.current_stream(device)):
         kernel(grid, block, tuple(_kernel_arg(a) for a in args))
     return kernel
+
+
+def _cupy_stream(cp, stream: torch.cuda.Stream):
+    """torch's stream as CuPy's current stream, so that torch's events bracket the launch."""
+    if hasattr(cp.cuda.Stream, "from_external") and hasattr(stream, "__cuda_stream__"):
+        return cp.cuda.Stream.from_external(stream)  # CuPy >= 14: the CUDA stream protocol
+    return cp.cuda.ExternalStream(stream.cuda_stream, stream.device_index)
 
 
 # ---- nvcc compile report (CPU) -----------------------------------------------------------------------
