@@ -16,7 +16,7 @@ from tqdm import tqdm
 
 from . import _bench, _cuda, _report
 from ._check import PRECISIONS
-from ._env import environment, set_fp32_matmul
+from ._env import end_of_run, environment, set_fp32_matmul
 from ._registry import LANGS, Variant, all_variants, config_label, select
 from ._validate import triton_interpreting
 
@@ -246,6 +246,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with caches:
             run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing)
+        if gpu:
+            log.update_environment(end_of_run(device))
         if not gpu and "cuda" in args.impl:
             cpu_compile_reports(variants, log)
     except KeyboardInterrupt:

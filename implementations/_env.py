@@ -75,3 +75,9 @@ def environment(device: torch.device | None = None) -> dict[str, str]:
     })
     env.update(_nvidia_smi(index))
     return env
+
+
+def end_of_run(device: torch.device) -> dict[str, str]:
+    """Clocks, power and temperature sampled again after the sweep: the start shows an idle GPU."""
+    sample = _nvidia_smi(device.index if device.index is not None else torch.cuda.current_device())
+    return {f"{key} at end": sample[key] for key in ("clocks.sm", "power.draw", "temperature.gpu") if key in sample}

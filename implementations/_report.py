@@ -145,6 +145,10 @@ class ResultLog:
             self._csv_file.flush()
         self._write_documents()
 
+    def update_environment(self, extra: dict[str, str]) -> None:
+        self.env.update(extra)
+        self._write_documents()
+
     def add_compile_reports(self, rung: str, reports: Iterable[PtxasReport]) -> None:
         self.compile_reports.extend((rung, r) for r in reports)
         self._write_documents()
