@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -31,6 +31,9 @@ STATUS_SKIPPED = "skipped"
 @dataclass
 class TimingOptions:
     mode: str = "events"  # "events" (do_bench) or "graph" (do_bench_cudagraph)
+    # events: warm-up, then at least min_runs calls, each timed alone after an L2 flush.
+    # graph: one graph of at least min_runs calls, replayed 10 times; each sample is a replay's mean
+    # per call, and the L2 is not flushed between the calls of a graph.
     warmup_ms: float = 25.0
     rep_ms: float = 200.0
     min_runs: int = 10  # slow kernels still get this many timed runs
@@ -51,11 +54,11 @@ class Result:
     seed: int | None = None
     error: float | None = None
     bound: float | None = None
-    unwritten: int | None = None
+    unwritten: int | None = None  # NaN elements of C after a run over a NaN-poisoned C
     ms: float | None = None  # median
     ms_p20: float | None = None
     ms_p80: float | None = None
-    runs: int | None = None
+    runs: int | None = None  # samples: timed calls (events) or graph replays (graph)
     timing: str = ""
     tflops: float | None = None
     pct_cublas: float | None = None
@@ -63,17 +66,13 @@ class Result:
     smem_bytes: int | None = None
     local_bytes: int | None = None
     compile_s: float | None = None
-    extra: dict = field(default_factory=dict)
 
     @property
     def size(self) -> str:
         return f"{self.M}x{self.N}x{self.K}"
 
     def record(self) -> dict:
-        out = asdict(self)
-        out.pop("extra")
-        out["size"] = self.size
-        return out
+        return {**asdict(self), "size": self.size}
 
 
 def kernel_resources(kernel) -> dict[str, int]:
@@ -129,8 +128,8 @@ def measure(
     """Check one implementation on fresh inputs and, if it passed, time it."""
     M, N, K = shape
     result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed)
-    a, b = make_inputs(M, N, K, precision, device, seed)
     try:
+        a, b = make_inputs(M, N, K, precision, device, seed)
         prepared = prepare(a, b)
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
@@ -152,7 +151,8 @@ def measure(
         return result
     if not outcome.ok:
         result.status = STATUS_WRONG
-        result.note = f"{outcome.unwritten} unwritten elements" if outcome.unwritten else "error above bound"
+        result.note = (f"{outcome.unwritten} NaN elements (unwritten, or NaN computed)" if outcome.unwritten
+                       else "error above bound")
         return result
     result.status = STATUS_OK
     if timing is not None:

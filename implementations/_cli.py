@@ -18,7 +18,6 @@ from . import _bench, _cuda, _report
 from ._check import PRECISIONS
 from ._env import end_of_run, environment, set_fp32_matmul
 from ._registry import LANGS, Variant, all_variants, config_label, select
-from ._validate import triton_interpreting
 
 IMPLS = ("cuda", "triton", "cublas")
 DEFAULT_GPU_SIZES = "4096"
@@ -143,8 +142,6 @@ def skip_reason(task: Task, dtype: str, device: torch.device) -> str:
         return f"supports {', '.join(v.dtypes)} only"
     if device.type == "cuda" and torch.cuda.get_device_capability(device) < v.min_cc:
         return f"needs compute capability {v.min_cc[0]}.{v.min_cc[1]}"
-    if device.type != "cuda" and task.impl == "cuda":
-        return "CUDA C needs a GPU"
     return ""
 
 
@@ -184,9 +181,10 @@ def print_results(log: _report.ResultLog, gpu: bool) -> None:
     for (size, dtype), group in _report.by_shape(log.results).items():
         print(f"\n{size} {dtype}" + ("" if gpu else " (Triton interpreter: checked, not timed)"))
         print(_report.ladder_table(group))
-        if gpu:
+        kernels = _report.kernel_table(group)
+        if kernels:
             print("\nkernels")
-            print(_report.kernel_table(group))
+            print(kernels)
         notes = _report.notes_table(group)
         if notes:
             print("\n" + notes)
@@ -195,12 +193,14 @@ def print_results(log: _report.ResultLog, gpu: bool) -> None:
         print(_report.compile_table(log.compile_reports))
 
 
-def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> None:
+def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> int:
+    """nvcc's report for every CUDA C kernel; returns how many .cu compiles failed."""
     try:
         _cuda.nvcc_path()
     except RuntimeError as exc:
         print(f"\nCUDA C rungs: no compile report: {exc}")
-        return
+        return 0
+    failures = 0
     for v in variants:
         if v.cuda_source is None:
             continue
@@ -208,7 +208,17 @@ def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> None
             try:
                 log.add_compile_reports(v.tag, _cuda.compile_report(v.cuda_source, arch))
             except RuntimeError as exc:
+                failures += 1
                 print(f"\n{v.stem} for {arch}: {exc}")
+    return failures
+
+
+def timing_description(args) -> str:
+    if args.timing == "graph":
+        return (f"graph: do_bench_cudagraph, one CUDA graph of >= {args.rep} ms and >= {args.min_runs} calls, "
+                "10 replays, median of the replays' mean per call; no L2 flush between calls")
+    return (f"events: do_bench, warm-up {args.warmup} ms, >= {args.rep} ms and >= {args.min_runs} calls each "
+            "timed alone after an L2 flush, median with 20-80 percentile spread")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -218,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     variants = args.rungs if args.rungs is not None else select()
     gpu = torch.cuda.is_available()
-    if not gpu and not triton_interpreting():
+    if not gpu and not all(v.triton_interpreted for v in variants if v.triton):
         print("No CUDA device, and Triton was imported in compiled mode: set TRITON_INTERPRET=1 before the "
               "kernels are imported (compare.py does this itself when it finds no GPU).", file=sys.stderr)
         return 2
@@ -229,8 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     env = environment(device)
     env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "seed": str(seed),
                 "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
-                "timing": f"{args.timing}, warm-up {args.warmup} ms, {args.rep} ms / at least {args.min_runs} runs, "
-                          "median" if gpu else "none"})
+                "timing": timing_description(args) if gpu else "none",
+                "triton mode": "compiled" if gpu else "interpreter (TRITON_INTERPRET=1)"})
     print(_report.env_table(env))
     impls = args.impl if gpu else tuple(i for i in args.impl if i == "triton")
     if not gpu:
@@ -243,13 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     tasks = list(plan(variants, impls, sizes))
     # Both libraries read these at compile time; patch.dict puts the caller's environment back after.
     caches = contextlib.nullcontext() if args.disk_cache else mock.patch.dict(os.environ, COLD_CACHES)
+    compile_failures = 0
     try:
         with caches:
             run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing)
         if gpu:
             log.update_environment(end_of_run(device))
-        if not gpu and "cuda" in args.impl:
-            cpu_compile_reports(variants, log)
+        elif "cuda" in args.impl:
+            compile_failures = cpu_compile_reports(variants, log)
     except KeyboardInterrupt:
         print(f"\ninterrupted: {len(log.results)} of {len(tasks)} results kept", file=sys.stderr)
         print_results(log, gpu)
@@ -260,4 +271,6 @@ def main(argv: list[str] | None = None) -> int:
     failed = [r for r in log.results if r.status in (_bench.STATUS_WRONG, _bench.STATUS_ERROR)]
     if failed:
         print(f"\n{len(failed)} result(s) failed: " + ", ".join(f"{r.rung} {r.config} {r.impl}" for r in failed))
-    return 1 if failed else 0
+    if compile_failures:
+        print(f"\n{compile_failures} nvcc compile(s) failed")
+    return 1 if failed or compile_failures else 0

@@ -17,7 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -57,6 +57,13 @@ class CudaSource:
     def __repr__(self) -> str:
         return f"CudaSource({self.path.name}, kernels={self.kernels})"
 
+    def check_present(self) -> None:
+        if not self.path.is_file():
+            raise RuntimeError(
+                f"{self.path} not found: the CUDA C sources live in the repository's kernels_cuda/, so install "
+                "the package from a checkout with `pip install -e .`"
+            )
+
     def function(self, name: str, device: int):
         """The compiled kernel `name` for CUDA device `device`, compiled on first use.
 
@@ -65,6 +72,7 @@ class CudaSource:
         """
         if name not in self.kernels:
             raise ValueError(f"{self.path.name} has no kernel {name!r}; it instantiates {', '.join(self.kernels)}")
+        self.check_present()
         kernel = self._compiled.get((device, name))
         if kernel is None:
             cp = cupy()
@@ -108,23 +116,40 @@ def _kernel_arg(value):
     )
 
 
-def launch(source: CudaSource, name: str, grid, block, args: Sequence) -> object:
-    """Launch `name` from `source` on torch's current stream; returns the CuPy kernel."""
+def bind(source: CudaSource, name: str, grid, block, args: Sequence) -> Callable[[], object]:
+    """Check the launch, convert the arguments once, and return a function that only launches.
+
+    The returned function launches `name` on torch's current stream (so torch's CUDA events and
+    graph capture see it), compiling it on first use, and returns the CuPy kernel.
+    """
     grid, block = tuple(int(g) for g in grid), tuple(int(b) for b in block)
     check_launch_shape(grid, block)
     device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
-    kernel = source.function(name, device)
     cp = cupy()
-    with cp.cuda.Device(device), _cupy_stream(cp, torch.cuda.current_stream(device)):
-        kernel(grid, block, tuple(_kernel_arg(a) for a in args))
-    return kernel
+    kernel_args = tuple(_kernel_arg(a) for a in args)
+
+    def run():
+        kernel = source.function(name, device)
+        with cp.cuda.Device(device), _cupy_stream(cp, torch.cuda.current_stream(device)):
+            kernel(grid, block, kernel_args)
+        return kernel
+
+    return run
+
+
+_streams: dict[int, object] = {}
 
 
 def _cupy_stream(cp, stream: torch.cuda.Stream):
-    """torch's stream as CuPy's current stream, so that torch's events bracket the launch."""
-    if hasattr(cp.cuda.Stream, "from_external") and hasattr(stream, "__cuda_stream__"):
-        return cp.cuda.Stream.from_external(stream)  # CuPy >= 14: the CUDA stream protocol
-    return cp.cuda.ExternalStream(stream.cuda_stream, stream.device_index)
+    """torch's stream as a CuPy stream (made once per stream), to make it CuPy's current stream."""
+    wrapped = _streams.get(stream.cuda_stream)
+    if wrapped is None:
+        if hasattr(cp.cuda.Stream, "from_external") and hasattr(stream, "__cuda_stream__"):
+            wrapped = cp.cuda.Stream.from_external(stream)  # CuPy >= 14: the CUDA stream protocol
+        else:
+            wrapped = cp.cuda.ExternalStream(stream.cuda_stream, stream.device_index)
+        _streams[stream.cuda_stream] = wrapped
+    return wrapped
 
 
 # ---- nvcc compile report (CPU) -----------------------------------------------------------------------
@@ -181,6 +206,7 @@ def _demangle(names: list[str]) -> dict[str, str]:
 def compile_report(source: CudaSource, arch: str) -> tuple[PtxasReport, ...]:
     """Compile `source` for `arch` with nvcc (cubin only, no GPU needed) and parse ptxas's report."""
     nvcc = nvcc_path()
+    source.check_present()
     with tempfile.TemporaryDirectory() as tmp:
         wrapper = Path(tmp) / f"{source.stem}_instantiate.cu"
         # Taking each kernel's address makes nvcc instantiate exactly the names the launcher uses.

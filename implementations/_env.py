@@ -9,7 +9,6 @@ import subprocess
 
 import torch
 
-from ._validate import triton_interpreting
 
 
 def set_fp32_matmul(tf32: bool) -> str:
@@ -60,7 +59,6 @@ def environment(device: torch.device | None = None) -> dict[str, str]:
     }
     if device is None or device.type != "cuda":
         env["device"] = "CPU only (no CUDA device): nothing is timed"
-        env["triton mode"] = "interpreter (TRITON_INTERPRET=1)" if triton_interpreting() else "compiled"
         return env
     index = device.index if device.index is not None else torch.cuda.current_device()
     props = torch.cuda.get_device_properties(index)

@@ -25,10 +25,11 @@ from ._validate import check_operands
 RUNG_MODULE = re.compile(r"v(\d{2})_([a-z][a-z0-9_]*)")
 LANGS = ("cuda", "triton")
 
-# A launcher takes validated, contiguous operands a (M×K), b (K×N) and the output c (M×N), launches
-# its kernel once, and returns the compiled kernel (CuPy RawKernel, Triton CompiledKernel, or None
-# under the Triton interpreter) so that the shared layer can report its registers and shared memory.
-Launcher = Callable[..., Any]
+# A launcher takes validated, contiguous operands a (M×K), b (K×N), the output c (M×N) and the rung's
+# config, checks the config, binds everything a launch needs, and returns a zero-argument `run` that
+# only launches (what the timer times) and returns the compiled kernel (CuPy RawKernel, Triton
+# CompiledKernel, or None under the interpreter) so that the shared layer can report its resources.
+Launcher = Callable[..., Callable[[], Any]]
 
 
 class Prepared(NamedTuple):
@@ -89,24 +90,28 @@ class Variant:
         return launcher
 
     def prepare(self, lang: str, a: torch.Tensor, b: torch.Tensor, **config: int) -> Prepared:
-        """Validate and allocate once; the returned `run` only launches (what the timer times).
+        """Validate, allocate and bind once; the returned `run` only launches.
 
         Non-contiguous or transposed operands are copied to row-major here, for both languages:
         the CUDA kernels index row-major memory, and the Triton side gets the same operands so
         that the two read the same bytes.
         """
         launcher = self.launcher(lang)
-        M, N, K = check_operands(a, b, dtypes=[PRECISIONS[d].dtype for d in self.dtypes], lang=lang)
-        a, b = a.contiguous(), b.contiguous()
+        M, N, K = check_operands(
+            a, b, dtypes=[PRECISIONS[d].dtype for d in self.dtypes], lang=lang,
+            triton_on_cpu=self.triton_interpreted)
+        a, b = a.detach().contiguous(), b.detach().contiguous()
         c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-        if M == 0 or N == 0:
+        if M == 0 or N == 0:  # nothing to compute, and CUDA refuses an empty grid
             return Prepared(lambda: None, c)
-        if K == 0:  # an empty sum: C is all zeros, and no kernel can launch an empty K loop usefully
-            def zero_fill():
-                c.zero_()
+        return Prepared(launcher(a, b, c, **config), c)
 
-            return Prepared(zero_fill, c)
-        return Prepared(lambda: launcher(a, b, c, **config), c)
+    @property
+    def triton_interpreted(self) -> bool:
+        """Whether this rung's Triton kernels run in the interpreter (decided when they were defined)."""
+        from triton.runtime.interpreter import InterpretedFunction
+
+        return any(isinstance(obj, InterpretedFunction) for obj in vars(sys.modules[self.module]).values())
 
     def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, **config: int) -> torch.Tensor:
         """C = A @ B with this rung's `lang` kernel."""

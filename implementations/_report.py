@@ -33,6 +33,15 @@ def _ms(r: Result) -> str:
     return f"{r.ms:.3f} ±{spread:.1f}%"
 
 
+NO_COMPILE_S = 0.005  # a first call this close to a repeat call compiled nothing
+
+
+def _compile(r: Result) -> str:
+    if r.compile_s is None:
+        return ""
+    return "-" if r.compile_s < NO_COMPILE_S else f"{r.compile_s:.2f}"
+
+
 def _check(r: Result) -> str:
     if r.error is None:
         return r.status
@@ -81,8 +90,11 @@ def kernel_table(results: list[Result], fmt: str = "simple") -> str:
         for impl in ("cuda", "triton"):
             r = by_impl.get(impl)
             row += ["", "", "", ""] if r is None else [
-                _num(r.registers, "d"), _num(r.smem_bytes, "d"), _num(r.local_bytes, "d"), _num(r.compile_s, ".2f")]
+                _num(r.registers, "d"), _num(r.smem_bytes, "d"), _num(r.local_bytes, "d"), _compile(r)]
         body.append(row)
+    header, body = _drop_empty_columns(header, body)
+    if len(header) <= 2:  # nothing was compiled for a GPU (the interpreter)
+        return ""
     return tabulate(body, header, tablefmt=fmt, disable_numparse=True)
 
 
@@ -104,7 +116,7 @@ def compile_table(reports: list[tuple[str, PtxasReport]], fmt: str = "simple") -
 
 
 def env_table(env: dict[str, str], fmt: str = "simple") -> str:
-    return tabulate(list(env.items()), tablefmt=fmt, disable_numparse=True)
+    return tabulate(list(env.items()), ["environment", ""], tablefmt=fmt, disable_numparse=True)
 
 
 def by_shape(results: list[Result]) -> dict[tuple[str, str], list[Result]]:
@@ -132,6 +144,7 @@ class ResultLog:
         self._csv = None
         if self.csv_path:
             self.csv_path.parent.mkdir(parents=True, exist_ok=True)
+            self.csv_env_path = self.csv_path.with_suffix(".env.json")  # a CSV has no place for it
             self._csv_file = self.csv_path.open("w", newline="")
             self._csv = csv.DictWriter(self._csv_file, RESULT_COLUMNS)
             self._csv.writeheader()
@@ -161,11 +174,10 @@ class ResultLog:
     def markdown(self) -> str:
         parts = ["# triton-vs-cuda results", "", env_table(self.env, "github"), ""]
         for (size, dtype), group in by_shape(self.results).items():
-            parts += [f"## {size} {dtype}", "", ladder_table(group, "github"), "",
-                      kernel_table(group, "github"), ""]
-            notes = notes_table(group, "github")
-            if notes:
-                parts += [notes, ""]
+            parts += [f"## {size} {dtype}", ""]
+            for table in (ladder_table(group, "github"), kernel_table(group, "github"), notes_table(group, "github")):
+                if table:
+                    parts += [table, ""]
         if self.compile_reports:
             parts += ["## nvcc compile report", "", compile_table(self.compile_reports, "github"), ""]
         return "\n".join(parts)
@@ -174,6 +186,8 @@ class ResultLog:
         for path in (self.json_path, self.markdown_path):
             if path:
                 path.parent.mkdir(parents=True, exist_ok=True)
+        if self.csv_path:
+            _replace(self.csv_env_path, json.dumps(self.env, indent=1))
         if self.json_path:
             doc = {"environment": self.env, "results": [r.record() for r in self.results],
                    "compile_reports": [{"rung": rung, **asdict(r)} for rung, r in self.compile_reports]}

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 
 import torch
@@ -13,13 +12,13 @@ INT32_MAX = 2**31 - 1
 MAX_TILE_OVERRUN = 1024
 
 
-def triton_interpreting() -> bool:
-    """True when Triton kernels run in its CPU interpreter (TRITON_INTERPRET=1, set before import)."""
-    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+def check_operands(
+    a, b, *, dtypes: Iterable[torch.dtype], lang: str, triton_on_cpu: bool = False
+) -> tuple[int, int, int]:
+    """Return (M, N, K) for C = A @ B, or raise TypeError / ValueError saying what is wrong.
 
-
-def check_operands(a, b, *, dtypes: Iterable[torch.dtype], lang: str) -> tuple[int, int, int]:
-    """Return (M, N, K) for C = A @ B, or raise TypeError / ValueError saying what is wrong."""
+    `triton_on_cpu`: the Triton kernels run in the interpreter, which takes CPU tensors.
+    """
     for label, t in (("A", a), ("B", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{label} must be a torch.Tensor, got {type(t).__name__}")
@@ -36,7 +35,7 @@ def check_operands(a, b, *, dtypes: Iterable[torch.dtype], lang: str) -> tuple[i
         raise TypeError(f"this implementation takes {names} operands, got {str(a.dtype).removeprefix('torch.')}")
     if a.device != b.device:
         raise ValueError(f"A and B must be on one device, got {a.device} and {b.device}")
-    if a.device.type != "cuda" and not (lang == "triton" and triton_interpreting()):
+    if a.device.type != "cuda" and not (lang == "triton" and triton_on_cpu):
         hint = " (or set TRITON_INTERPRET=1 before importing the kernels to run Triton on the CPU)"
         raise ValueError(
             f"the {lang} implementation needs CUDA tensors, got tensors on {a.device}: move them with "
@@ -51,3 +50,11 @@ def check_operands(a, b, *, dtypes: Iterable[torch.dtype], lang: str) -> tuple[i
     if max(M, N, K) > INT32_MAX - MAX_TILE_OVERRUN:
         raise ValueError(f"dimension {max(M, N, K):,} is too large for 32-bit indexing with tile overrun")
     return M, N, K
+
+
+def check_tile(TILE) -> None:
+    """A tile side is a positive Python int (a launch shape and a template or constexpr argument)."""
+    if not isinstance(TILE, int) or isinstance(TILE, bool):
+        raise TypeError(f"TILE must be an int, got {TILE!r}")
+    if TILE < 1:
+        raise ValueError(f"TILE must be positive, got {TILE}")

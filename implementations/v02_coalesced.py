@@ -4,7 +4,7 @@ The idea. Nothing but the mapping changes: consecutive threads (CUDA) / consecut
 now hold consecutive *columns* of one row of C. At each k a warp reads 32 consecutive floats of B's
 row k, which the memory system serves as one 128-byte transaction (coalesced), and one float of A
 that every lane shares (a broadcast). Same flops, same number of loads as v01, far fewer
-transactions. This is the mapping the seed notebooks use for their naive kernel.
+transactions. This is the mapping most textbook naive kernels use.
 
 CUDA C and Triton side by side:
 
@@ -30,11 +30,13 @@ load is reused from L1 by 32 rows, where a Triton program reuses nothing but A's
 profiled: Nsight Compute's L1 hit rates will tell).
 """
 
+import functools
+
 import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, check_grid, launch
+from ._cuda import CudaSource, bind, check_grid
 from ._registry import Variant
 
 KERNELS = CudaSource(__name__, ["coalesced"])
@@ -49,7 +51,7 @@ def coalesced_cuda(a, b, c):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(N, THREADS), triton.cdiv(M, THREADS))  # blockIdx.x over columns, .y over rows
-    return launch(KERNELS, "coalesced", grid, (THREADS, THREADS), (a, b, c, np.int32(M), np.int32(N), np.int32(K)))
+    return bind(KERNELS, "coalesced", grid, (THREADS, THREADS), (a, b, c, np.int32(M), np.int32(N), np.int32(K)))
 
 
 # ---- Triton kernel and launcher -----------------------------------------------------------------------
@@ -85,7 +87,8 @@ def coalesced_triton(a, b, c):
     N = b.shape[1]
     grid = (triton.cdiv(N, BLOCK_N) * M,)
     check_grid(grid)
-    return coalesced_kernel[grid](
+    return functools.partial(
+        coalesced_kernel[grid],
         a, b, c, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         BLOCK_N=BLOCK_N, num_warps=BLOCK_N // 32,

@@ -4,8 +4,8 @@ The idea. Take v03 and delete its two `__syncthreads()`. The block's warps are s
 independently, so a warp may read `b_tile[k][tx]` before the warp that owns row k has stored it, and
 a warp that finished step k0 may overwrite the tiles of step k0 + TILE while slower warps are still
 multiplying step k0. The answer depends on timing: on a GPU it is wrong, by an amount that changes
-from run to run (the suite shows this rung as WRONG (expected) and never times it). The seed
-notebook shows the same with all-ones inputs; random inputs and the normwise check make it plain.
+from run to run (the suite shows this rung as WRONG (expected) and never times it). The classic
+classroom demo shows it with all-ones inputs; random inputs and the normwise check make it plain.
 
 Triton has no barrier to forget: inside a program it inserts every barrier itself (v03's Triton
 PTX shows them). The synchronisation Triton cannot provide is *between programs*, which share
@@ -39,13 +39,16 @@ interpreter runs programs one after another, so there the Triton side always giv
 answer, and the CPU tests assert exactly that: a race cannot show when nothing runs concurrently.
 """
 
+import functools
+
 import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, check_grid, launch
+from ._cuda import CudaSource, bind, check_grid
 from ._registry import Variant
 from ._triton import check_dot_tile
+from ._validate import check_tile
 
 CUDA_TILES = (16, 32)
 KERNELS = CudaSource(__name__, [f"smem_no_sync<{t}>" for t in CUDA_TILES])
@@ -56,11 +59,12 @@ SPLIT_K = 4  # Triton: programs per tile of C that race on it
 
 
 def smem_no_sync_cuda(a, b, c, TILE=32):
+    check_tile(TILE)
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(N, TILE), triton.cdiv(M, TILE))
     args = (a, b, c, np.int32(M), np.int32(N), np.int32(K))
-    return launch(KERNELS, f"smem_no_sync<{TILE}>", grid, (TILE, TILE), args)
+    return bind(KERNELS, f"smem_no_sync<{TILE}>", grid, (TILE, TILE), args)
 
 
 # ---- Triton kernel and launcher -----------------------------------------------------------------------
@@ -108,12 +112,18 @@ def smem_no_sync_triton(a, b, c, TILE=32):
     N = b.shape[1]
     grid = (SPLIT_K, triton.cdiv(N, TILE), triton.cdiv(M, TILE))
     check_grid(grid)
-    c.zero_()  # split-K accumulates into C, so C starts at zero (this overwrites the check's NaN poison)
-    return smem_no_sync_kernel[grid](
+    launch = functools.partial(
+        smem_no_sync_kernel[grid],
         a, b, c, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
         BLOCK_M=TILE, BLOCK_N=TILE, BLOCK_K=TILE, SPLIT_K=SPLIT_K,
     )
+
+    def run():
+        c.zero_()  # split-K accumulates into C, so C starts at zero (this overwrites the check's NaN poison)
+        return launch()
+
+    return run
 
 
 VARIANT = Variant(

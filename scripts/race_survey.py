@@ -36,7 +36,7 @@ def main() -> int:
     for shape in args.sizes:
         for lang in ("cuda", "triton"):
             for config in variant.configs:
-                errors = []
+                errors, failures = [], []
                 for _ in range(args.runs):
                     seed += 1
                     r = _bench.measure(
@@ -44,12 +44,16 @@ def main() -> int:
                         precision=precision, shape=shape, device=torch.device("cuda"), seed=seed,
                         prepare=lambda a, b, lang=lang, config=config: variant.prepare(lang, a, b, **config),
                         expect_wrong=variant.expect_wrong)
-                    errors.append(r.error)
+                    if r.error is None:  # the run itself failed (launch, compile, memory): say so, do not count it
+                        failures.append(r.note)
+                    else:
+                        errors.append(r.error)
                 caught = sum(not e <= precision.bound(shape[2]) for e in errors)  # NaN counts as caught
-                rows.append(["x".join(map(str, shape)), lang, config_label(config), f"{caught}/{args.runs}",
-                             f"{min(errors):.1e}", f"{np.median(errors):.1e}", f"{precision.bound(shape[2]):.1e}"])
+                spread = [f"{min(errors):.1e}", f"{np.median(errors):.1e}"] if errors else ["", ""]
+                rows.append(["x".join(map(str, shape)), lang, config_label(config), f"{caught}/{len(errors)}",
+                             *spread, f"{precision.bound(shape[2]):.1e}", failures[0] if failures else ""])
                 print(*rows[-1], flush=True)
-    print(tabulate(rows, ["size", "lang", "config", "caught", "min error", "median error", "bound"]))
+    print(tabulate(rows, ["size", "lang", "config", "caught", "min error", "median error", "bound", "failed runs"]))
     return 0
 
 

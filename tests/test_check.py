@@ -5,7 +5,9 @@ import math
 import pytest
 import torch
 
+from implementations import _bench
 from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations._registry import Prepared
 
 FP32 = PRECISIONS["fp32"]
 
@@ -79,3 +81,55 @@ def test_low_precision_output_rounding_fits_its_bound_and_fp32_would_not(dtype):
     c = (a.float() @ b.float()).to(p.dtype)
     assert compare(c, reference(a, b), p.bound(256)).ok
     assert not compare(c, reference(a, b), FP32.bound(256)).ok
+
+
+def _fake(output_fn):
+    """A prepare() whose run writes output_fn(a, b) into C: a stand-in kernel on the CPU."""
+    def prepare(a, b):
+        c = torch.empty(a.shape[0], b.shape[1])
+
+        def run():
+            c.copy_(output_fn(a, b))
+
+        return Prepared(run, c)
+
+    return prepare
+
+
+def _measure(prepare, monkeypatch, expect_wrong=""):
+    timed = []
+    monkeypatch.setattr(_bench, "time_ms", lambda fn, options: timed.append(fn) or [1.0, 1.0, 1.0])
+    result = _bench.measure(
+        rung="v00", name="fake", config="", impl="cuda", precision=FP32, shape=(8, 9, 10),
+        device=torch.device("cpu"), seed=1, prepare=prepare, expect_wrong=expect_wrong,
+        timing=_bench.TimingOptions(), cublas_ms=2.0)
+    return result, timed
+
+
+def test_a_correct_result_is_timed(monkeypatch):
+    result, timed = _measure(_fake(lambda a, b: a @ b), monkeypatch)
+    assert result.status == _bench.STATUS_OK and len(timed) == 1
+    assert result.ms == 1.0 and result.pct_cublas == pytest.approx(200.0)
+
+
+def test_a_wrong_result_is_never_timed(monkeypatch):
+    result, timed = _measure(_fake(lambda a, b: a @ b + 1), monkeypatch)
+    assert result.status == _bench.STATUS_WRONG and not timed and result.ms is None
+
+
+@pytest.mark.parametrize("output, status", [
+    (lambda a, b: a @ b + 1, _bench.STATUS_EXPECTED_WRONG),
+    (lambda a, b: a @ b, _bench.STATUS_RACE_HID),
+])
+def test_a_rung_broken_on_purpose_is_never_timed(output, status, monkeypatch):
+    result, timed = _measure(_fake(output), monkeypatch, expect_wrong="a race")
+    assert result.status == status and not timed
+
+
+def test_a_failing_implementation_is_recorded_not_raised(monkeypatch):
+    def prepare(a, b):
+        raise RuntimeError("nvrtc: error: something\nmore detail")
+
+    result, timed = _measure(prepare, monkeypatch)
+    assert result.status == _bench.STATUS_ERROR and result.note == "RuntimeError: nvrtc: error: something"
+    assert not timed

@@ -52,27 +52,35 @@ def test_cpu_tensors_handed_to_cuda_c_say_what_to_do(variant):
         variant.matmul("cuda", a, b)
 
 
-def test_cpu_tensors_handed_to_compiled_triton_say_what_to_do(monkeypatch):
-    monkeypatch.setenv("TRITON_INTERPRET", "0")
+def test_cpu_tensors_handed_to_compiled_triton_say_what_to_do():
     a, b = operands(8, 8, 8, "cpu")
     with pytest.raises(ValueError, match="TRITON_INTERPRET=1"):
-        check_operands(a, b, dtypes=[torch.float32], lang="triton")
+        check_operands(a, b, dtypes=[torch.float32], lang="triton", triton_on_cpu=False)
 
 
+def test_the_interpreter_is_read_off_the_kernels_themselves():
+    assert V03.triton_interpreted == (not torch.cuda.is_available())
+
+
+LANGS_HERE = ["triton", pytest.param("cuda", marks=pytest.mark.gpu)]
+
+
+@pytest.mark.parametrize("lang", LANGS_HERE)
 @pytest.mark.parametrize("M, N, K", [(0, 5, 7), (5, 0, 7), (0, 0, 0), (5, 7, 0)])
-def test_empty_dimensions_give_the_right_result(M, N, K, device):
+def test_empty_dimensions_give_the_right_result(M, N, K, lang, device):
     a, b = operands(M, N, K, device)
-    c = V03.matmul(LANG, a, b)
+    c = V03.matmul(lang, a, b)
     assert c.shape == (M, N)
-    assert torch.equal(c.double(), reference(a, b)), "K = 0 is an empty sum: all zeros"
+    assert torch.equal(c.double(), reference(a, b)), "K = 0 is an empty sum: all zeros, written by the kernel"
 
 
+@pytest.mark.parametrize("lang", LANGS_HERE)
 @pytest.mark.parametrize("variant", [v for v in all_variants() if not v.expect_wrong], ids=lambda v: v.stem)
-def test_transposed_and_sliced_operands_are_made_contiguous(variant, device):
+def test_transposed_and_sliced_operands_are_made_contiguous(variant, lang, device):
     a_t = torch.randn(30, 21, device=device).t()  # 21×30, column-major
     b_sliced = torch.randn(30, 40, device=device)[:, ::2]  # 30×20, stride 2
     assert not a_t.is_contiguous() and not b_sliced.is_contiguous()
-    c = variant.matmul(LANG, a_t, b_sliced)
+    c = variant.matmul(lang, a_t, b_sliced)
     ref = reference(a_t, b_sliced)
     assert (c.double() - ref).norm() / ref.norm() < 1e-6
 
@@ -83,7 +91,31 @@ def test_sizes_beyond_32_bit_indexing_are_refused(M, N, K, device):
     a = torch.zeros(1, 1, device=device).expand(M, K)
     b = torch.zeros(1, 1, device=device).expand(K, N)
     with pytest.raises(ValueError, match="too large for the 32-bit indexing"):
-        check_operands(a, b, dtypes=[torch.float32], lang=LANG)
+        check_operands(a, b, dtypes=[torch.float32], lang=LANG, triton_on_cpu=True)
+
+
+def test_a_dimension_without_room_for_a_tile_of_overrun_is_refused(device):
+    a = torch.zeros(1, 1, device=device).expand(2**31 - 100, 1)
+    b = torch.zeros(1, 1, device=device).expand(1, 1)
+    with pytest.raises(ValueError, match="too large for 32-bit indexing with tile overrun"):
+        check_operands(a, b, dtypes=[torch.float32], lang=LANG, triton_on_cpu=True)
+
+
+@pytest.mark.parametrize("tile, error", [(0, ValueError), (-16, ValueError), ("32", TypeError), (32.0, TypeError)])
+@pytest.mark.parametrize("lang", ["cuda", "triton"])
+def test_tile_must_be_a_positive_int(tile, error, lang):
+    a, b = operands(32, 32, 32, "cpu")
+    launcher = V03.launcher(lang)
+    with pytest.raises(error, match="TILE must be"):
+        launcher(a, b, torch.empty(32, 32), TILE=tile)
+
+
+def test_operands_that_require_grad_are_accepted(device):
+    a = torch.randn(20, 30, device=device, requires_grad=True)
+    b = torch.randn(30, 10, device=device)
+    c = V03.matmul(LANG, a, b)
+    ref = reference(a.detach(), b)
+    assert (c.double() - ref).norm() / ref.norm() < 1e-6
 
 
 def test_a_block_too_large_to_launch_is_refused_with_the_reason():
