@@ -52,6 +52,16 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
     return sizes
 
 
+def positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
 def parse_impls(text: str) -> tuple[str, ...]:
     impls = tuple(t.strip().lower() for t in text.split(",") if t.strip())
     unknown = [i for i in impls if i not in IMPLS]
@@ -82,9 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timing", choices=("events", "graph"), default="events",
                    help="events: CUDA events per call, L2 flushed between calls; graph: many calls in one CUDA "
                         "graph, for small sizes where launch overhead dominates (default: events)")
-    p.add_argument("--warmup", type=float, default=25.0, metavar="MS", help="warm-up time per measurement (ms)")
-    p.add_argument("--rep", type=float, default=200.0, metavar="MS", help="timed time per measurement (ms)")
-    p.add_argument("--min-runs", type=int, default=10, metavar="N", help="timed runs at least, however slow (default 10)")
+    p.add_argument("--warmup", type=positive(float), default=25.0, metavar="MS", help="warm-up time per measurement (ms)")
+    p.add_argument("--rep", type=positive(float), default=200.0, metavar="MS", help="timed time per measurement (ms)")
+    p.add_argument("--min-runs", type=positive(int), default=10, metavar="N",
+                   help="timed calls at least, however slow the kernel (default 10)")
     p.add_argument("--seed", type=int, default=None, help="base seed of the random inputs (default: random, printed)")
     p.add_argument("--csv", metavar="PATH", help="write every result as a CSV row as it is measured")
     p.add_argument("--json", metavar="PATH", help="keep a JSON document (environment + results) current")

@@ -35,7 +35,8 @@ def _cupy_version() -> str:
 
 
 def _nvidia_smi(index: int) -> dict[str, str]:
-    fields = ["clocks.sm", "clocks.max.sm", "clocks.mem", "power.draw", "power.limit", "temperature.gpu", "driver_version"]
+    fields = ["clocks.sm", "clocks.max.sm", "clocks.mem", "power.draw", "power.limit", "temperature.gpu",
+              "driver_version"]
     try:
         out = subprocess.run(
             ["nvidia-smi", f"--id={index}", f"--query-gpu={','.join(fields)}", "--format=csv,noheader"],

@@ -27,9 +27,10 @@ memory and placed the barriers (its PTX has `bar.sync`), and software-pipelined 
 with the default `num_stages` it loads the next tiles with `cp.async` while it multiplies the current
 ones, double-buffering them. Evidence (H100, TILE 32; `pytest -s tests/test_gpu.py -k pipelines`
 checks it and prints the figures): 16384 B of shared memory and 20 `cp.async` in the PTX by default,
-8192 B and none with `num_stages=1`; the CUDA kernel has 8192 B. On top of that, with `input_precision="ieee"`, `tl.dot` on fp32 is an exact-fp32 FMA tile
-product in which each thread computes several outputs from registers (56 registers against the CUDA
-kernel's 32), i.e. register blocking, which this CUDA rung does not have yet (one output per thread).
+8192 B and none with `num_stages=1`; the CUDA kernel has 8192 B. On top of that, with
+`input_precision="ieee"`, `tl.dot` on fp32 is an exact-fp32 FMA tile product in which each thread
+computes several outputs from registers (56 registers against the CUDA kernel's 32), i.e. register
+blocking, which this CUDA rung does not have yet (one output per thread).
 So the Triton side runs well ahead of the CUDA side from this rung on; the CUDA ladder catches up
 with register blocking, vector loads and cp.async in the next rungs.
 

@@ -36,6 +36,8 @@ def test_parse_impls():
     (["--sizes", "12x4"], "neither N nor MxNxK"),
     (["--dtype", "fp8"], "invalid choice: 'fp8'"),
     (["--impl", "opencl"], "comma-separated choice"),
+    (["--min-runs", "0"], "must be positive"),
+    (["--rep", "-5"], "must be positive"),
 ])
 def test_bad_arguments_exit_with_a_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
