@@ -92,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--timing", choices=("events", "graph"), default="events",
                    help="events: CUDA events per call, L2 flushed between calls; graph: many calls in one CUDA "
                         "graph, for small sizes where launch overhead dominates (default: events)")
-    p.add_argument("--warmup", type=positive(float), default=25.0, metavar="MS", help="warm-up time per measurement (ms)")
+    p.add_argument("--warmup", type=positive(float), default=25.0, metavar="MS",
+                   help="warm-up time per measurement (ms)")
     p.add_argument("--rep", type=positive(float), default=200.0, metavar="MS", help="timed time per measurement (ms)")
     p.add_argument("--min-runs", type=positive(int), default=10, metavar="N",
                    help="timed calls at least, however slow the kernel (default 10)")

@@ -70,11 +70,11 @@ class CudaSource:
         Each kernel gets a module of its own, so its compile time is its own, as a Triton
         kernel's is for each specialisation.
         """
-        if name not in self.kernels:
-            raise ValueError(f"{self.path.name} has no kernel {name!r}; it instantiates {', '.join(self.kernels)}")
-        self.check_present()
         kernel = self._compiled.get((device, name))
-        if kernel is None:
+        if kernel is None:  # checked once, here, not on every launch
+            if name not in self.kernels:
+                raise ValueError(f"{self.path.name} has no kernel {name!r}; it instantiates {', '.join(self.kernels)}")
+            self.check_present()
             cp = cupy()
             with cp.cuda.Device(device):
                 module = cp.RawModule(code=self.path.read_text(), options=COMPILE_OPTIONS, name_expressions=[name])
