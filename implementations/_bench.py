@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from ._check import Precision, compare, make_inputs, poison, reference
-from ._registry import Prepared
+from ._registry import Prepared, TunedRun
 
 STATUS_OK = "ok"
 STATUS_WRONG = "WRONG"
@@ -143,6 +143,8 @@ def measure(
     result.error, result.bound, result.unwritten = outcome.error, outcome.bound, outcome.unwritten
     for key, value in kernel_resources(kernel).items():
         setattr(result, key, value)
+    if isinstance(prepared.run, TunedRun):
+        result.note = f"autotuned: {prepared.run.chosen()}"
     if expect_wrong:
         result.status = STATUS_RACE_HID if outcome.ok else STATUS_EXPECTED_WRONG
         result.note = f"broken on purpose: {expect_wrong}; never timed"

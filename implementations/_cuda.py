@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import shutil
@@ -29,6 +30,7 @@ KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels_cuda"
 # The one place compile options live, for NVRTC (GPU runs) and nvcc (CPU reports) alike. No
 # fast-math: the fp32 rungs are compared with IEEE fp32 cuBLAS.
 COMPILE_OPTIONS = ("-std=c++17", f"-I{KERNEL_DIR}")
+_INCLUDE = re.compile(r'^\s*#include\s+"([^"]+)"', re.MULTILINE)
 MAX_THREADS_PER_BLOCK = 1024
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
@@ -57,6 +59,27 @@ class CudaSource:
     def __repr__(self) -> str:
         return f"CudaSource({self.path.name}, kernels={self.kernels})"
 
+    def included(self) -> list[Path]:
+        """The kernels_cuda/ files this .cu pulls in with `#include "..."`, recursively."""
+        found: list[Path] = []
+        pending = [self.path]
+        while pending:
+            for name in _INCLUDE.findall(pending.pop().read_text()):
+                path = KERNEL_DIR / name
+                if path not in found and path.is_file():
+                    found.append(path)
+                    pending.append(path)
+        return found
+
+    def nvrtc_options(self) -> tuple[str, ...]:
+        """COMPILE_OPTIONS plus a digest of the included files.
+
+        CuPy keys its kernel cache on the source text and the options, not on included files, so a
+        rung that includes another rung's .cu would keep a stale binary after that file changed.
+        """
+        digest = hashlib.sha256(b"".join(p.read_bytes() for p in self.included())).hexdigest()[:16]
+        return (*COMPILE_OPTIONS, f"-DTVC_INCLUDES_DIGEST=0x{digest}")
+
     def check_present(self) -> None:
         if not self.path.is_file():
             raise RuntimeError(
@@ -77,7 +100,8 @@ class CudaSource:
             self.check_present()
             cp = cupy()
             with cp.cuda.Device(device):
-                module = cp.RawModule(code=self.path.read_text(), options=COMPILE_OPTIONS, name_expressions=[name])
+                module = cp.RawModule(
+                    code=self.path.read_text(), options=self.nvrtc_options(), name_expressions=[name])
                 kernel = module.get_function(name)
             self._compiled[(device, name)] = kernel
         return kernel
@@ -124,6 +148,8 @@ def bind(source: CudaSource, name: str, grid, block, args: Sequence) -> Callable
     """
     grid, block = tuple(int(g) for g in grid), tuple(int(b) for b in block)
     check_launch_shape(grid, block)
+    if name not in source.kernels:
+        raise ValueError(f"{source.path.name} has no kernel {name!r}; it instantiates {', '.join(source.kernels)}")
     device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
     cp = cupy()
     kernel_args = tuple(_kernel_arg(a) for a in args)
@@ -135,6 +161,12 @@ def bind(source: CudaSource, name: str, grid, block, args: Sequence) -> Callable
         return kernel
 
     return run
+
+
+def float4_aligned(*matrices: torch.Tensor) -> np.int32:
+    """1 if every row of every (row-major) matrix starts on a 16-byte boundary, so float4 and 16-byte
+    cp.async accesses are legal: row length a multiple of 4 floats and a 16-byte-aligned base."""
+    return np.int32(all(m.shape[1] % 4 == 0 and m.data_ptr() % 16 == 0 for m in matrices))
 
 
 _streams: dict[int, object] = {}

@@ -32,6 +32,20 @@ LANGS = ("cuda", "triton")
 Launcher = Callable[..., Callable[[], Any]]
 
 
+@dataclass(frozen=True)
+class TunedRun:
+    """A launcher's `run` whose kernel a search picks at the first call; `chosen()` says which one.
+
+    The shared layer puts `chosen()` in the result's note, so every autotuned rung reports its choice.
+    """
+
+    launch: Callable[[], Any]
+    chosen: Callable[[], str]
+
+    def __call__(self):
+        return self.launch()
+
+
 class Prepared(NamedTuple):
     """A launch with everything allocated: `run()` computes `out` and returns the compiled kernel."""
 
@@ -111,7 +125,11 @@ class Variant:
         """Whether this rung's Triton kernels run in the interpreter (decided when they were defined)."""
         from triton.runtime.interpreter import InterpretedFunction
 
-        return any(isinstance(obj, InterpretedFunction) for obj in vars(sys.modules[self.module]).values())
+        module = sys.modules[self.module]
+        # A rung may launch an earlier rung's kernel through that rung's launch helper: look there too.
+        homes = {module} | {sys.modules[obj.__module__] for obj in vars(module).values()
+                            if callable(obj) and getattr(obj, "__module__", "").startswith(__package__ + ".v")}
+        return any(isinstance(obj, InterpretedFunction) for home in homes for obj in vars(home).values())
 
     def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, **config: int) -> torch.Tensor:
         """C = A @ B with this rung's `lang` kernel."""

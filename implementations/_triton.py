@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
+
+import triton
+
 from ._validate import check_tile
 
 
@@ -10,3 +14,27 @@ def check_dot_tile(TILE: int) -> None:
     check_tile(TILE)
     if TILE < 16 or TILE & (TILE - 1):
         raise ValueError(f"TILE={TILE}: Triton's tl.dot needs power-of-two block sides of at least 16")
+
+
+def check_block(name: str, value) -> None:
+    """A `tl.dot` block side: a power of two, at least 16."""
+    check_tile(value)
+    if value < 16 or value & (value - 1):
+        raise ValueError(f"{name}={value}: Triton's tl.dot needs power-of-two block sides of at least 16")
+
+
+def warps_for(threads: int) -> int:
+    """num_warps for a program that should have as many threads as the CUDA block it stands beside."""
+    warps, rest = divmod(threads, 32)
+    if rest or warps < 1 or warps > 32 or warps & (warps - 1):
+        raise ValueError(f"{threads} threads is not a power-of-two number of warps between 1 and 32")
+    return warps
+
+
+def unspecialized(kernel):
+    """`kernel` jitted again with Triton's argument specialization off (`do_not_specialize` on every
+    runtime argument): it can no longer prove alignment or unit strides, so it loads one element at a
+    time. The knob behind Triton's vector loads (scripts/triton_knobs.py, tests/test_gpu.py)."""
+    params = [name for name, p in inspect.signature(kernel.fn).parameters.items()
+              if p.annotation is inspect.Parameter.empty]
+    return triton.jit(kernel.fn, do_not_specialize=params)
