@@ -102,18 +102,27 @@ def smem_tiling_kernel(
     tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def smem_tiling_triton(a, b, c, TILE=32):
-    check_dot_tile(TILE)
+def launch_smem_tiling(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, **knobs):
+    """`smem_tiling_kernel` on one BLOCK_M×BLOCK_N tile per program; `knobs`: num_warps, num_stages.
+
+    Rungs v05-v09 launch this same kernel with other block shapes and knobs: what their CUDA sides do
+    by hand, Triton does here by itself (their docstrings show the evidence).
+    """
     M, K = a.shape
     N = b.shape[1]
-    grid = (triton.cdiv(N, TILE), triton.cdiv(M, TILE))
+    grid = (triton.cdiv(N, BLOCK_N), triton.cdiv(M, BLOCK_M))
     check_grid(grid)
     return functools.partial(
         smem_tiling_kernel[grid],
         a, b, c, M, N, K,
         a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        BLOCK_M=TILE, BLOCK_N=TILE, BLOCK_K=TILE,
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, **knobs,
     )
+
+
+def smem_tiling_triton(a, b, c, TILE=32):
+    check_dot_tile(TILE)
+    return launch_smem_tiling(a, b, c, BLOCK_M=TILE, BLOCK_N=TILE, BLOCK_K=TILE)
 
 
 VARIANT = Variant(

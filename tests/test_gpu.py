@@ -100,3 +100,94 @@ def test_triton_pipelines_the_tile_loads_by_itself():
           f"cp.async in PTX: {[p.count('cp.async') for p in ptx.values()]}")
     assert shared[3] > shared[1] > 0
     assert "cp.async" in ptx[3]
+
+
+TUNING_SHAPES = [(17, 33, 5), (97, 61, 130), (1100, 300, 70), (1000, 1531, 777), (2048, 2048, 2048)]
+
+
+@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
+def test_every_cuda_autotune_candidate_is_correct(shape):
+    """The search may pick any candidate for some device and shape: each one must be right."""
+    from implementations import v11_autotuned as v11
+
+    for tile in v11.CUDA_CANDIDATES:
+        result = _bench.measure(
+            rung="v11", name="autotuned", config=str(tile), impl="cuda", precision=PRECISIONS["fp32"],
+            shape=shape, device=torch.device("cuda"), seed=7,
+            prepare=lambda a, b, tile=tile: _candidate(a, b, lambda c: v11.launch_candidate(a, b, c, tile)))
+        assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
+
+
+@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
+def test_every_triton_autotune_config_is_correct(shape):
+    from implementations import v11_autotuned as v11
+
+    for config in v11.TRITON_CONFIGS:
+        result = _bench.measure(
+            rung="v11", name="autotuned", config=v11.describe(config), impl="triton", precision=PRECISIONS["fp32"],
+            shape=shape, device=torch.device("cuda"), seed=7,
+            prepare=lambda a, b, config=config: _candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
+        assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
+
+
+def _candidate(a, b, launcher):
+    from implementations._registry import Prepared
+
+    c = torch.empty(a.shape[0], b.shape[1], device=a.device)
+    return Prepared(launcher(c), c)
+
+
+def test_autotuned_rungs_report_their_choice():
+    v11 = select("autotuned")[0]
+    for lang in ("cuda", "triton"):
+        result = checked_run(v11, lang, (512, 384, 256), "cuda")
+        assert result.status == _bench.STATUS_OK and result.note.startswith("autotuned: BLOCK_M=" if lang == "triton"
+                                                                             else "autotuned: BM="), result.note
+
+
+def test_cuda_float4_path_and_scalar_path_agree_with_an_offset_operand():
+    """`aligned` is 0 when a base pointer is not 16-byte aligned (a view one float in): the scalar path."""
+    from implementations._cuda import float4_aligned
+
+    storage = torch.randn(1 + 256 * 256, device="cuda")
+    a = storage[1:].view(256, 256)
+    b = torch.randn(256, 256, device="cuda")
+    assert float4_aligned(a, b) == 0 and float4_aligned(b) == 1
+    for v in select("7-11"):
+        c = v.matmul("cuda", a, b, **v.configs[0])
+        torch.cuda.synchronize()
+        assert torch.allclose(c, a @ b, rtol=1e-4, atol=1e-3), v.stem
+
+
+def _ptx_of(variant, shape=(512, 512, 512)):
+    M, N, K = shape
+    a, b = torch.randn(M, K, device="cuda"), torch.randn(K, N, device="cuda")
+    kernel = variant.prepare("triton", a, b, **variant.configs[0]).run()
+    return kernel
+
+
+def test_triton_vector_loads_come_from_argument_specialization():
+    """v07's docstring: Triton emits 16-byte loads when it can prove alignment from the arguments it
+    specializes; jitted with specialization off, the same kernel loads 4 bytes at a time."""
+    import re
+
+    from implementations._triton import unspecialized
+    from implementations.v03_smem_tiling import smem_tiling_kernel
+
+    a, b, c = (torch.randn(512, 512, device="cuda") for _ in range(3))
+    args = (a, b, c, 512, 512, 512, 512, 1, 512, 1, 512, 1)
+    knobs = dict(BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, num_warps=8, num_stages=1)
+    vec = re.compile(r"ld\.global(\.\w+)*\.v4")
+    counts = {}
+    for label, kernel in (("specialized", smem_tiling_kernel), ("unspecialized", unspecialized(smem_tiling_kernel))):
+        counts[label] = len(vec.findall(kernel[(4, 4)](*args, **knobs).asm["ptx"]))
+    print(f"ld.global.v4 in the PTX of v07's Triton kernel: {counts}")
+    assert counts["specialized"] > 0 and counts["unspecialized"] == 0
+
+
+def test_triton_double_buffers_with_num_stages():
+    """v09's Triton side is v08's with num_stages=3: twice the shared memory, cp.async in its PTX."""
+    k08, k09 = _ptx_of(select("8")[0]), _ptx_of(select("9")[0])
+    print(f"Triton shared memory: v08 {k08.metadata.shared} B, v09 {k09.metadata.shared} B")
+    assert k09.metadata.shared >= 2 * k08.metadata.shared > 0
+    assert "cp.async" in k09.asm["ptx"] and "cp.async" not in k08.asm["ptx"]
