@@ -3,7 +3,7 @@
 # - Triton's knobs off and on (scripts/triton_knobs.py);
 # - Nsight Compute on rungs 6-11, both languages, at $SIZE³: speed of light, FMA pipe and issue
 #   utilisation, occupancy, DRAM bytes, shared-memory wavefronts and bank conflicts per launch;
-# - a size sweep of the best rungs against cuBLAS ($SWEEP), written to sweep.csv.
+# - a size sweep of the best rungs against cuBLAS ($SWEEP, or none), written to sweep.csv.
 #   GPU_LOG_DIR=/tmp/logs SIZE=4096 scripts/fp32_evidence.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,10 +32,15 @@ if command -v ncu >/dev/null; then
         >"$LOG_DIR/ncu_order.txt" 2>&1 || status=1
     python scripts/ncu_table.py "$LOG_DIR/ncu.csv" --labels "$LOG_DIR/ncu_order.txt" \
         | tee "$LOG_DIR/ncu.md" || status=1
+    # Where the best rungs' warps spend their time, beside cuBLAS: stall reasons and issue statistics.
+    ncu --clock-control none --nvtx --nvtx-include "tvc/" --section SpeedOfLight --section WarpStateStats \
+        --section SchedulerStats --section Occupancy --section LaunchStats \
+        python scripts/profile_rungs.py --rungs "${BEST##*,}" --impl cublas,cuda,triton --size "$SIZE" \
+        >"$LOG_DIR/ncu_best.txt" 2>&1 || status=1
 else
     echo "ncu not found: no Nsight Compute figures" | tee "$LOG_DIR/ncu.md"
 fi
 
-python compare.py --rungs "$BEST" --sizes "$SWEEP" --csv "$LOG_DIR/sweep.csv" --markdown "$LOG_DIR/sweep.md" \
+[ "$SWEEP" = none ] || python compare.py --rungs "$BEST" --sizes "$SWEEP" --csv "$LOG_DIR/sweep.csv" --markdown "$LOG_DIR/sweep.md" \
     2>&1 | tee "$LOG_DIR/sweep.log" || status=1
 exit $status

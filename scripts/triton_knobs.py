@@ -65,8 +65,7 @@ def main() -> int:
         ptx, ttgir = compiled.asm["ptx"], compiled.asm["ttgir"]
         rows.append([knob, f"{ms:.3f}", f"{100 * ms_cublas / ms:.1f}", f"{error:.1e}", compiled.metadata.shared,
                      compiled.n_regs, len(re.findall(r"ld\.global(\.\w+)*\.v4", ptx)),
-                     len(re.findall(r"cp\.async\.\w+\.shared\.global(\.\w+)* \[[^]]+\], \[[^]]+\], 16", ptx)),
-                     len(re.findall(r"cp\.async\.\w+\.shared\.global(\.\w+)* \[[^]]+\], \[[^]]+\], 4", ptx)),
+                     _cp_async(ptx, 16), _cp_async(ptx, 4),
                      _layout(ttgir)])
     header = ["Triton knob", "ms", "% cuBLAS", "error", "smem B", "regs", "ld.global.v4", "cp.async 16 B",
               "cp.async 4 B", "accumulator layout"]
@@ -80,6 +79,12 @@ def main() -> int:
         args.out.write_text(f"{title}\n\n{tabulate(rows, header, tablefmt='github', disable_numparse=True)}\n\n"
                             "shared-memory layouts (TTGIR):\n\n" + "\n".join(f"    {s}" for s in shared) + "\n")
     return 0
+
+
+def _cp_async(ptx: str, size: int) -> int:
+    """cp.async instructions in the PTX that copy `size` bytes (written 16 or 0x10)."""
+    sizes = re.findall(r"cp\.async\.(?:ca|cg)\.shared\.global\S* \[[^]]*\], \[[^]]*\], (\w+)", ptx)
+    return sum(int(s, 0) == size for s in sizes)
 
 
 def _layout(ttgir: str) -> str:
