@@ -133,12 +133,17 @@ TRITON_CONFIGS = (
     _config(128, 128, 32, 8, 3),  # v10's Triton launch, grouped
     _config(128, 128, 32, 8, 3, group_m=1),  # ... and in row-major order
     _config(128, 128, 16, 8, 4),
-    _config(128, 128, 32, 4, 3),
+    _config(128, 128, 8, 8, 4),
+    _config(128, 128, 16, 4, 4),  # 4 warps: 128 accumulators per thread, as the best CUDA tiles
+    _config(128, 128, 8, 4, 4),
     _config(128, 256, 16, 8, 3),
     _config(256, 128, 16, 8, 3),
     _config(64, 128, 32, 4, 4),
+    _config(64, 128, 16, 4, 4),
     _config(128, 64, 32, 4, 4),
+    _config(128, 64, 16, 4, 4),
     _config(64, 64, 32, 4, 4),
+    _config(64, 64, 16, 2, 4),
 )
 
 

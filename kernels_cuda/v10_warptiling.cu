@@ -20,69 +20,96 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
                                                int block_row, int block_col) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int M_ITER = WM / 16, N_ITER = WN / 32;  // 16×32 sub-tiles per warp tile
+    // Copy assignments, the same for every tile: A in passes of A_ROWS rows × 8 k (a warp: 4 rows ×
+    // 8 k, whole 32-byte sectors of A and 32 different banks of the padded tile), B in passes of
+    // B_ROWS rows × BN columns, a 16-byte chunk per thread.
+    constexpr int A_ROWS = THREADS / 8, A_PASSES = BM / A_ROWS, A_CHUNKS = BK / 8;
+    constexpr int B_ROWS = THREADS / (BN / 4), B_PASSES = BK / B_ROWS;
     static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 32 == 0, "tiles nest");
-    static_assert(BK % 8 == 0 && STAGES >= 2, "A copies cover 8 k per row; a pipeline has two buffers");
+    static_assert(BK % 8 == 0 && BM % A_ROWS == 0 && BK % B_ROWS == 0 && STAGES >= 2, "whole copy passes");
     constexpr int PAD = 4;  // as v08: conflict-free transposed copies of A
     __shared__ __align__(16) float a_tile[STAGES][BK][BM + PAD];
     __shared__ __align__(16) float b_tile[STAGES][BK][BN];
 
-    // ---- 2. map this thread to its warp's tile and its lane's 4×4 sub-tiles ----
+    // ---- 2. map this thread to its warp's tile, its lane's 4×4 sub-tiles, and its copies ----
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int warp_row = (warp / (BN / WN)) * WM, warp_col = (warp % (BN / WN)) * WN;
     const int lane_row = (lane / 8) * 4, lane_col = (lane % 8) * 4;
+    const int a_r = tid / 8, a_k = tid % 8;
+    const int b_k = tid / (BN / 4), b_c = (tid % (BN / 4)) * 4;
+    const float* a_src = a + (block_row + a_r) * K + a_k;  // this thread's first A element; + k0 per tile
+    const float* b_src = b + b_k * N + block_col + b_c;    // its first B chunk; + k0·N per tile
 
-    auto load_tile = [&](int stage, int k0) {  // as v09: start the copies, do not wait for them
-        for (int e = tid; e < BM * BK; e += THREADS) {
-            const int k = (e / (8 * BM)) * 8 + e % 8, r = (e / 8) % BM;
-            const bool valid = block_row + r < M && k0 + k < K;
-            cp_async4(&a_tile[stage][k][r], valid ? a + (block_row + r) * K + k0 + k : a, valid);
-        }
-        for (int e = tid; e < BK * BN / 4; e += THREADS) {
-            const int k = e / (BN / 4), col = (e % (BN / 4)) * 4;
-            const int row = k0 + k, gcol = block_col + col;
-            if (aligned) {
-                const bool valid = row < K && gcol < N;
-                cp_async16(&b_tile[stage][k][col], valid ? b + row * N + gcol : b, valid);
+    auto load_tile = [&](int stage, int k0) {  // start the copies of the tile at k0; do not wait
+#pragma unroll
+        for (int p = 0; p < A_PASSES; ++p)
+#pragma unroll
+            for (int ch = 0; ch < A_CHUNKS; ++ch) {
+                const int r = a_r + p * A_ROWS, k = ch * 8 + a_k;
+                const bool valid = block_row + r < M && k0 + k < K;
+                cp_async4(&a_tile[stage][k][r], valid ? a_src + p * A_ROWS * K + k0 + ch * 8 : a, valid);
+            }
+#pragma unroll
+        for (int p = 0; p < B_PASSES; ++p) {
+            const int k = b_k + p * B_ROWS, row = k0 + k;
+            const float* src = b_src + (k0 + p * B_ROWS) * N;
+            if (aligned) {  // a whole chunk lies inside B or past its edge
+                const bool valid = row < K && block_col + b_c < N;
+                cp_async16(&b_tile[stage][k][b_c], valid ? src : b, valid);
             } else {
                 for (int q = 0; q < 4; ++q) {
-                    const bool valid = row < K && gcol + q < N;
-                    cp_async4(&b_tile[stage][k][col + q], valid ? b + row * N + gcol + q : b, valid);
+                    const bool valid = row < K && block_col + b_c + q < N;
+                    cp_async4(&b_tile[stage][k][b_c + q], valid ? src + q : b, valid);
                 }
             }
         }
     };
 
+    // Fragments are double-buffered too: the reads for step k+1 are issued before the FMAs of step k.
     float acc[M_ITER * 4][N_ITER * 4] = {};
-    float a_reg[M_ITER * 4], b_reg[N_ITER * 4];
+    float a_frag[2][M_ITER * 4], b_frag[2][N_ITER * 4];
+    auto load_frags = [&](int stage, int k, int buf) {
+#pragma unroll
+        for (int mi = 0; mi < M_ITER; ++mi)
+            unpack4(lds4(&a_tile[stage][k][warp_row + mi * 16 + lane_row]), &a_frag[buf][mi * 4]);
+#pragma unroll
+        for (int ni = 0; ni < N_ITER; ++ni)
+            unpack4(lds4(&b_tile[stage][k][warp_col + ni * 32 + lane_col]), &b_frag[buf][ni * 4]);
+    };
+
     const int k_tiles = (K + BK - 1) / BK;
-    // ---- 3. prologue: start copying the first STAGES - 1 tiles ----
+    // ---- 3. prologue: start copying the first STAGES - 1 tiles, wait for the first, read its first fragments ----
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
         if (s < k_tiles) load_tile(s, s * BK);
-        cp_async_commit();  // one group per tile, empty or not, so that the wait below counts tiles
+        cp_async_commit();  // one group per tile, empty or not, so that the waits count tiles
     }
-    // ---- 4. march along K: wait for tile kt, start tile kt+STAGES-1, multiply tile kt ----
-    for (int kt = 0; kt < k_tiles; ++kt) {
-        cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt have landed
-        __syncthreads();              // everyone's have, and the buffer of tile kt-1 is free
-        const int next = kt + STAGES - 1;
-        if (next < k_tiles) load_tile(next % STAGES, next * BK);
-        cp_async_commit();
-        const int s = kt % STAGES;
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    load_frags(0, 0, 0);
+    int read_stage = 0, write_stage = STAGES - 1;
 
-        // ---- 5. multiply: per k, M_ITER + N_ITER float4 reads feed a (4·M_ITER)×(4·N_ITER) outer product ----
+    // ---- 4. march along K: per tile, start tile kt+STAGES-1; before its last step, wait for tile kt+1 ----
+    for (int kt = 0; kt < k_tiles; ++kt) {
 #pragma unroll
         for (int k = 0; k < BK; ++k) {
-#pragma unroll
-            for (int mi = 0; mi < M_ITER; ++mi)
-                unpack4(lds4(&a_tile[s][k][warp_row + mi * 16 + lane_row]), &a_reg[mi * 4]);
-#pragma unroll
-            for (int ni = 0; ni < N_ITER; ++ni)
-                unpack4(lds4(&b_tile[s][k][warp_col + ni * 32 + lane_col]), &b_reg[ni * 4]);
+            if (k == BK - 1) {
+                cp_async_wait<STAGES - 2>();  // this thread's copies of tile kt+1 have landed
+                __syncthreads();  // everyone's have, and everyone has read its last fragments of tile kt
+                read_stage = read_stage + 1 == STAGES ? 0 : read_stage + 1;
+            }
+            load_frags(read_stage, (k + 1) % BK, (k + 1) % 2);  // step k+1 (tile kt+1's first at k = BK-1)
+            if (k == 0) {  // the stage of tile kt-1, free since the barrier before this tile's last step
+                if (kt + STAGES - 1 < k_tiles) load_tile(write_stage, (kt + STAGES - 1) * BK);
+                cp_async_commit();
+                write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
+            }
+
+            // ---- 5. multiply: a (4·M_ITER)×(4·N_ITER) outer product per k, from registers ----
 #pragma unroll
             for (int i = 0; i < M_ITER * 4; ++i)
 #pragma unroll
-                for (int j = 0; j < N_ITER * 4; ++j) acc[i][j] += a_reg[i] * b_reg[j];
+                for (int j = 0; j < N_ITER * 4; ++j) acc[i][j] += a_frag[k % 2][i] * b_frag[k % 2][j];
         }
     }
 

@@ -32,11 +32,18 @@ if command -v ncu >/dev/null; then
         >"$LOG_DIR/ncu_order.txt" 2>&1 || status=1
     python scripts/ncu_table.py "$LOG_DIR/ncu.csv" --labels "$LOG_DIR/ncu_order.txt" \
         | tee "$LOG_DIR/ncu.md" || status=1
-    # Where the best rungs' warps spend their time, beside cuBLAS: stall reasons and issue statistics.
-    ncu --clock-control none --nvtx --nvtx-include "tvc/" --section SpeedOfLight --section WarpStateStats \
-        --section SchedulerStats --section Occupancy --section LaunchStats \
+    # Where the best rungs' warps wait, beside cuBLAS: stall reasons per issued instruction.
+    STALLS=smsp__issue_active.avg.pct_of_peak_sustained_active,sm__pipe_fma_cycles_active.avg.pct_of_peak_sustained_active
+    for r in barrier long_scoreboard short_scoreboard mio_throttle math_pipe_throttle wait not_selected \
+             dispatch_stall no_instruction branch_resolving; do
+        STALLS=$STALLS,smsp__average_warps_issue_stalled_${r}_per_issue_active.ratio
+    done
+    ncu --clock-control none --nvtx --nvtx-include "tvc/" --metrics "$STALLS" --csv --page raw \
+        --log-file "$LOG_DIR/ncu_stalls.csv" \
         python scripts/profile_rungs.py --rungs "${BEST##*,}" --impl cublas,cuda,triton --size "$SIZE" \
-        >"$LOG_DIR/ncu_best.txt" 2>&1 || status=1
+        >"$LOG_DIR/ncu_stalls_order.txt" 2>&1 || status=1
+    python scripts/ncu_table.py "$LOG_DIR/ncu_stalls.csv" --labels "$LOG_DIR/ncu_stalls_order.txt" \
+        | tee "$LOG_DIR/ncu_stalls.md" || status=1
 else
     echo "ncu not found: no Nsight Compute figures" | tee "$LOG_DIR/ncu.md"
 fi

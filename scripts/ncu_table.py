@@ -28,6 +28,9 @@ SHORT = {
     "l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum": "STS wavefronts",
     "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum": "STS conflicts",
 }
+for _reason in ("barrier", "long_scoreboard", "short_scoreboard", "mio_throttle", "math_pipe_throttle", "wait",
+                "not_selected", "dispatch_stall", "no_instruction", "branch_resolving"):
+    SHORT[f"smsp__average_warps_issue_stalled_{_reason}_per_issue_active.ratio"] = f"stall {_reason}"
 
 
 def main() -> int:
