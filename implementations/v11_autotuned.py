@@ -74,9 +74,12 @@ CUDA_CANDIDATES = (
     Tile(128, 128, 8, 32, 64, 3, 8),  # v10's tile, grouped
     Tile(128, 128, 8, 32, 64, 3, 1),  # v10's tile, row-major order: what grouping is worth
     Tile(128, 128, 16, 32, 64, 2, 8),  # deeper K step, two buffers
-    Tile(128, 128, 8, 64, 32, 3, 8),  # 16×4 lane tiles
-    Tile(128, 128, 8, 64, 64, 4, 8),  # 4 warps of 16×8 lane tiles
-    Tile(128, 256, 8, 64, 64, 3, 8),  # 8 warps of 16×8: fewer shared loads per FMA, 1 block per SM
+    Tile(128, 128, 8, 64, 64, 3, 8),  # 4 warps of 16×8 lane tiles: 128 accumulators per thread
+    Tile(128, 128, 8, 64, 64, 4, 8),
+    Tile(128, 256, 8, 64, 64, 3, 8),  # 8 warps of 16×8: one block per SM (as cuBLAS's own kernel)
+    Tile(128, 256, 8, 64, 64, 2, 8),
+    Tile(128, 256, 8, 64, 64, 3, 16),
+    Tile(128, 256, 8, 32, 128, 3, 8),  # 8×16 lane tiles
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
 )
@@ -133,9 +136,8 @@ TRITON_CONFIGS = (
     _config(128, 128, 32, 8, 3),  # v10's Triton launch, grouped
     _config(128, 128, 32, 8, 3, group_m=1),  # ... and in row-major order
     _config(128, 128, 16, 8, 4),
-    _config(128, 128, 8, 8, 4),
     _config(128, 128, 16, 4, 4),  # 4 warps: 128 accumulators per thread, as the best CUDA tiles
-    _config(128, 128, 8, 4, 4),
+    _config(128, 128, 16, 4, 3),
     _config(128, 256, 16, 8, 3),
     _config(256, 128, 16, 8, 3),
     _config(64, 128, 32, 4, 4),

@@ -37,3 +37,11 @@ def param_id(value):
     if isinstance(value, tuple):
         return "x".join(map(str, value))
     return None
+
+
+def candidate(a, b, launcher):
+    """A Prepared for one autotune candidate: `launcher(c)` binds it to a, b and a fresh c."""
+    from implementations._registry import Prepared
+
+    c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
+    return Prepared(launcher(c), c)

@@ -7,7 +7,7 @@ from implementations import _bench, select
 from implementations._check import PRECISIONS, make_inputs, reference
 from implementations._env import set_fp32_matmul
 
-from .helpers import checked_run, param_id, rung_configs
+from .helpers import candidate, checked_run, param_id, rung_configs
 
 pytestmark = pytest.mark.gpu
 
@@ -114,7 +114,7 @@ def test_every_cuda_autotune_candidate_is_correct(shape):
         result = _bench.measure(
             rung="v11", name="autotuned", config=str(tile), impl="cuda", precision=PRECISIONS["fp32"],
             shape=shape, device=torch.device("cuda"), seed=7,
-            prepare=lambda a, b, tile=tile: _candidate(a, b, lambda c: v11.launch_candidate(a, b, c, tile)))
+            prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v11.launchcandidate(a, b, c, tile)))
         assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
 
 
@@ -126,15 +126,8 @@ def test_every_triton_autotune_config_is_correct(shape):
         result = _bench.measure(
             rung="v11", name="autotuned", config=v11.describe(config), impl="triton", precision=PRECISIONS["fp32"],
             shape=shape, device=torch.device("cuda"), seed=7,
-            prepare=lambda a, b, config=config: _candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
+            prepare=lambda a, b, config=config: candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
         assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
-
-
-def _candidate(a, b, launcher):
-    from implementations._registry import Prepared
-
-    c = torch.empty(a.shape[0], b.shape[1], device=a.device)
-    return Prepared(launcher(c), c)
 
 
 def test_autotuned_rungs_report_their_choice():

@@ -7,8 +7,9 @@ machine. CUDA C rungs need a GPU (marker `gpu`).
 import pytest
 
 from implementations import _bench
+from implementations._check import PRECISIONS
 
-from .helpers import AWKWARD_SHAPES, checked_run, param_id, rung_configs
+from .helpers import AWKWARD_SHAPES, candidate, checked_run, param_id, rung_configs
 
 CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
 
@@ -38,3 +39,17 @@ def test_triton_race_cannot_show_in_the_interpreter(config, shape, device):
 
     result = checked_run(VARIANT, "triton", shape, device, **config)
     assert result.status == _bench.STATUS_RACE_HID, (result.error, result.note)
+
+
+@pytest.mark.parametrize("shape", [*AWKWARD_SHAPES, (1100, 70, 20)], ids=param_id)
+def test_every_triton_autotune_config_matches_reference(shape, device):
+    """Whichever config v11's search picks on some GPU has been checked: all of them, here. (1100 rows
+    make several GROUP_M groups, the last one short.)"""
+    from implementations import v11_autotuned as v11
+
+    for config in v11.TRITON_CONFIGS:
+        result = _bench.measure(
+            rung="v11", name="autotuned", config=v11.describe(config), impl="triton", precision=PRECISIONS["fp32"],
+            shape=shape, device=device, seed=11,
+            prepare=lambda a, b, config=config: candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
+        assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
