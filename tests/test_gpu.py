@@ -114,7 +114,7 @@ def test_every_cuda_autotune_candidate_is_correct(shape):
         result = _bench.measure(
             rung="v11", name="autotuned", config=str(tile), impl="cuda", precision=PRECISIONS["fp32"],
             shape=shape, device=torch.device("cuda"), seed=7,
-            prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v11.launchcandidate(a, b, c, tile)))
+            prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v11.launch_candidate(a, b, c, tile)))
         assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
 
 
