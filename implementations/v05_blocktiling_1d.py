@@ -24,9 +24,10 @@ thread count) is, in Triton, the block shape and `num_warps`. Both sides run wit
 pipelining (`num_stages=1`) until v09 adds it to the CUDA side.
 
 What it should reach: roughly twice v03's CUDA speed (siboehm's worklog: 2.7×), some 35-45% of
-cuBLAS fp32; the Triton side near its v03 TILE 32 figure. Measured (H100 80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662 ms):
-CUDA C 8.32 ms, 32.0% (1.8× v03 TILE 32); Triton 5.26 ms, 50.7%, a little below its v03 TILE 32
-(56%, which also had `num_stages` pipelining on).
+cuBLAS fp32; the Triton side near its v03 TILE 32 figure. Measured (H100 80GB HBM3, 4096³ fp32,
+`python compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C 8.32 ms, 32.0% (1.8× v03
+TILE 32); Triton 5.26 ms, 50.7%, a little below its v03 TILE 32 (56%, which also had `num_stages`
+pipelining on).
 """
 
 import numpy as np

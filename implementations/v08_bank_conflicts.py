@@ -34,9 +34,10 @@ its shared-memory stores at num_stages=1 are not (5.6 M conflicts in 39.7 M wave
 is no knob to change that. Once loads are pipelined (v09) the stores become cp.async and ncu counts
 no conflicts. So the Triton side is v06's launch again.
 
-What it should reach: a few percent above v07 on the CUDA side (store conflicts cost less than
-their count suggests: stores are few next to the FMAs). Measured (H100 80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C 4.61 ms,
-57.7% (+5% over v07); Triton 3.86 ms, 68.9%. Nsight Compute (`scripts/fp32_evidence.sh`, 4096³):
+What it should reach: a few percent above v07 on the CUDA side (store conflicts cost less than their
+count suggests: stores are few next to the FMAs). Measured (H100 80GB HBM3, 4096³ fp32, `python
+compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C 4.61 ms, 57.7% (+5% over v07);
+Triton 3.86 ms, 68.9%. Nsight Compute (`scripts/fp32_evidence.sh`, 4096³):
 
 | shared memory, whole kernel      | v07 CUDA | v08 CUDA | v08 Triton (= v06/v07 Triton) |
 |----------------------------------|----------|----------|-------------------------------|

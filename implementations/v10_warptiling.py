@@ -29,14 +29,15 @@ a `sizePerThread` block and each warp a part of the tile (`warpsPerCTA`); `num_w
 The Triton side is v09's computation with the block routine split out for v11; it moves its
 pointers along K instead of recomputing them, as Triton's tutorial does.
 
-What it should reach: CUDA some 80-95% of cuBLAS fp32 (siboehm: 93.7% on an A6000).
-Measured (H100 80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C 3.12 ms, 85.3% (+36% over v09: Nsight Compute has the FMA pipe busy
-69% of cycles, v09 54%, with shared-load conflicts at 5.8 K of 403 M wavefronts); Triton 3.23 ms,
-82.5%, the same as its v09 launch (the same computation). Triton's knob: num_warps 8 gives the
-accumulator layout sizePerThread=[4, 4], threadsPerWarp=[1, 32], warpsPerCTA=[8, 1] and 3.23 ms;
-num_warps 4 gives warpsPerCTA=[4, 1], 255 registers and 4.23 ms (`scripts/triton_knobs.py`).
-An earlier version of this block routine, with the copies' addresses recomputed each tile and no
-fragment double buffering, ran at 63.9%: on this GPU the two together are worth a third.
+What it should reach: CUDA some 80-95% of cuBLAS fp32 (siboehm: 93.7% on an A6000). Measured (H100
+80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C
+3.12 ms, 85.3% (+36% over v09: Nsight Compute has the FMA pipe busy 69% of cycles, v09 54%, with
+shared-load conflicts at 5.8 K of 403 M wavefronts); Triton 3.23 ms, 82.5%, the same as its v09
+launch (the same computation). Triton's knob: num_warps 8 gives the accumulator layout
+sizePerThread=[4, 4], threadsPerWarp=[1, 32], warpsPerCTA=[8, 1] and 3.23 ms; num_warps 4 gives
+warpsPerCTA=[4, 1], 255 registers and 4.23 ms (`scripts/triton_knobs.py`). An earlier version of
+this block routine, with the copies' addresses recomputed each tile and no fragment double
+buffering, ran at 63.9%: on this GPU the two together are worth a third.
 """
 
 import functools

@@ -30,18 +30,23 @@ Under Triton's interpreter there is nothing to time: the launcher runs the first
 tests run every config on awkward shapes, so whichever one a GPU picks has been checked).
 
 What it should reach: the aim is at least 95% of cuBLAS fp32 on an H100 at 4096³ on both sides.
-Measured (H100 80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C 2.91 ms, 91.4% (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3, grouped;
-row-major order of the same tile: 3.07 ms, so grouping is worth 5%); Triton 3.13 ms, 85.2%
-(BLOCK 64×128×32, 4 warps, 4 stages). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA
-91-93% of cuBLAS from 1024³ up; Triton 85-97%, and 104% at 1024³. Below the 95% aim on the CUDA
-side, and why (Nsight Compute, same kernel beside cuBLAS's own sm80_xmma 256×128×8 FFMA kernel):
-the instruction mix is now as lean as cuBLAS's (88% of issued instructions are FFMA in both), but
-the issue slots are busy 84% of cycles against cuBLAS's 90%. Both run 8 warps per SM (2 per
-scheduler); ours lose more cycles to dispatch stalls (0.22 per issued instruction against 0.10:
-register-bank and dispatch conflicts among the FFMAs' operands) and to fixed-latency waits (0.11
-against 0.01). Both are decided by ptxas's register allocation and scheduling, which cuBLAS's
-kernel controls at the SASS level and CUDA C does not. The Triton side is held back the same way,
-more so (issue 78%, dispatch 0.60 per instruction).
+Measured (H100 80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662
+ms): CUDA C 2.91 ms, 91.4% (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3, grouped; row-major order of the
+same tile: 3.07 ms, so grouping is worth 5%); Triton 3.13 ms, 85.2% (BLOCK 64×128×32, 4 warps, 4
+stages). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 91-93% of cuBLAS from 1024³ up;
+Triton 85-97%, and 104% at 1024³. Below the 95% aim on the CUDA side, and why (Nsight Compute, same
+kernel beside cuBLAS's own sm80_xmma 256×128×8 FFMA kernel): the instruction mix is now as lean as
+cuBLAS's (88% of issued instructions are FFMA in both), but the issue slots are busy 84% of cycles
+against cuBLAS's 90%. Both run 8 warps per SM (2 per scheduler); ours lose more cycles to dispatch
+stalls (0.22 per issued instruction against 0.10: an instruction ready but held back by the
+dispatcher; in an FFMA loop like this the usual cause is register-bank conflicts between operands)
+and to fixed-latency waits (0.11 against 0.01). Both depend on ptxas's register allocation and
+instruction scheduling, which cuBLAS's kernel controls at the SASS level and CUDA C does not. v10's
+two source-level changes (copy addresses computed once, fragments double-buffered) took issue from
+73% to 84%; the next candidates are a wider search over lane layouts and tile shapes, and more
+pipeline stages through dynamic shared memory (128×256×8 with 4 stages needs 49.7 KB, just over the
+48 KB static limit). The Triton side is held back the same way, more so (issue 78%, dispatch 0.60
+per instruction).
 """
 
 import functools
