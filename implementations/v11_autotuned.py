@@ -92,9 +92,8 @@ CUDA_CANDIDATES = (
     Tile(128, 128, 16, 32, 64, 2, 8),  # deeper K step, two buffers
     Tile(128, 128, 8, 64, 64, 3, 8),  # 4 warps of 16×8 lane tiles: 128 accumulators per thread
     Tile(128, 128, 8, 64, 64, 4, 8),
-    Tile(128, 128, 16, 64, 64, 3, 8),
     Tile(128, 256, 8, 64, 64, 3, 8),  # 8 warps of 16×8: one block per SM (as cuBLAS's own kernel)
-    Tile(128, 256, 8, 64, 64, 4, 8),  # four stages: 48 KB exactly, thanks to the swizzled A tile
+    Tile(128, 256, 8, 64, 64, 2, 8),
     Tile(128, 256, 8, 64, 64, 3, 16),
     Tile(128, 256, 8, 32, 128, 3, 8),  # 8×16 lane tiles
     Tile(256, 128, 8, 64, 64, 3, 8),
@@ -159,9 +158,6 @@ TRITON_CONFIGS = (
     _config(256, 128, 16, 8, 3),
     _config(64, 128, 32, 4, 4),
     _config(64, 128, 16, 4, 4),
-    _config(64, 128, 32, 4, 3),
-    _config(64, 256, 32, 8, 3),
-    _config(64, 256, 16, 4, 4),
     _config(128, 64, 32, 4, 4),
     _config(128, 64, 16, 4, 4),
     _config(64, 64, 32, 4, 4),

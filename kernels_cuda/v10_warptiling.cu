@@ -21,17 +21,14 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int M_ITER = WM / 16, N_ITER = WN / 32;  // 16×32 sub-tiles per warp tile
     // Copy assignments, the same for every tile: A in passes of A_ROWS rows × 8 k (a warp: 4 rows ×
-    // 8 k, whole 32-byte sectors of A and 32 different banks of the swizzled tile), B in passes of
+    // 8 k, whole 32-byte sectors of A and 32 different banks of the padded tile), B in passes of
     // B_ROWS rows × BN columns, a 16-byte chunk per thread.
     constexpr int A_ROWS = THREADS / 8, A_PASSES = BM / A_ROWS, A_CHUNKS = BK / 8;
     constexpr int B_ROWS = THREADS / (BN / 4), B_PASSES = BK / B_ROWS;
     static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 32 == 0, "tiles nest");
     static_assert(BK % 8 == 0 && BM % A_ROWS == 0 && BK % B_ROWS == 0 && STAGES >= 2, "whole copy passes");
-    // A's tile is swizzled rather than padded (v08): row k stores column m at m ^ 4·(k % 8), which keeps
-    // float4 groups together and sends a warp's 32 copies (4 rows × 8 k) to 32 different banks, with no
-    // wasted bytes: 128×256×8 in 4 stages fits the 48 KB of static shared memory exactly.
-    __shared__ __align__(16) float a_tile[STAGES][BK][BM];
-    auto swz = [](int k, int m) { return m ^ ((k & 7) << 2); };
+    constexpr int PAD = 4;  // as v08: conflict-free transposed copies of A
+    __shared__ __align__(16) float a_tile[STAGES][BK][BM + PAD];
     __shared__ __align__(16) float b_tile[STAGES][BK][BN];
 
     // ---- 2. map this thread to its warp's tile, its lane's 4×4 sub-tiles, and its copies ----
@@ -50,7 +47,7 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
             for (int ch = 0; ch < A_CHUNKS; ++ch) {
                 const int r = a_r + p * A_ROWS, k = ch * 8 + a_k;
                 const bool valid = block_row + r < M && k0 + k < K;
-                cp_async4(&a_tile[stage][k][swz(k, r)], valid ? a_src + p * A_ROWS * K + k0 + ch * 8 : a, valid);
+                cp_async4(&a_tile[stage][k][r], valid ? a_src + p * A_ROWS * K + k0 + ch * 8 : a, valid);
             }
 #pragma unroll
         for (int p = 0; p < B_PASSES; ++p) {
@@ -74,7 +71,7 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
     auto load_frags = [&](int stage, int k, int buf) {
 #pragma unroll
         for (int mi = 0; mi < M_ITER; ++mi)
-            unpack4(lds4(&a_tile[stage][k][swz(k, warp_row + mi * 16 + lane_row)]), &a_frag[buf][mi * 4]);
+            unpack4(lds4(&a_tile[stage][k][warp_row + mi * 16 + lane_row]), &a_frag[buf][mi * 4]);
 #pragma unroll
         for (int ni = 0; ni < N_ITER; ++ni)
             unpack4(lds4(&b_tile[stage][k][warp_col + ni * 32 + lane_col]), &b_frag[buf][ni * 4]);
