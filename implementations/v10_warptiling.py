@@ -37,7 +37,11 @@ launch (the same computation). Triton's knob: num_warps 8 gives the accumulator 
 sizePerThread=[4, 4], threadsPerWarp=[1, 32], warpsPerCTA=[8, 1] and 3.23 ms; num_warps 4 gives
 warpsPerCTA=[4, 1], 255 registers and 4.23 ms (`scripts/triton_knobs.py`). An earlier version of
 this block routine, with the copies' addresses recomputed each tile and no fragment double
-buffering, ran at 63.9%: on this GPU the two together are worth a third.
+buffering, ran at 63.9%: on this GPU the two together are worth a third. Tried and dropped: an
+XOR-swizzled A tile instead of the padded one (conflict-free too, and with no wasted bytes a
+128×256×8 tile fits four stages in 48 KB) ran 6% slower here (3.31 ms), the XOR costing an
+instruction per fragment read, and in v11 the fourth stage bought nothing (3.05 ms against 3.04 for
+three, in that slower build).
 """
 
 import functools
