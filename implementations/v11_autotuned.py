@@ -43,10 +43,9 @@ dispatcher; in an FFMA loop like this the usual cause is register-bank conflicts
 and to fixed-latency waits (0.11 against 0.01). Both depend on ptxas's register allocation and
 instruction scheduling, which cuBLAS's kernel controls at the SASS level and CUDA C does not. v10's
 two source-level changes (copy addresses computed once, fragments double-buffered) took issue from
-73% to 84%; the next candidates are a wider search over lane layouts and tile shapes, and more
-pipeline stages through dynamic shared memory (128×256×8 with 4 stages needs 49.7 KB, just over the
-48 KB static limit). The Triton side is held back the same way, more so (issue 78%, dispatch 0.60
-per instruction).
+73% to 84%; a fourth pipeline stage did not help (v10's docstring); the next candidates are a wider
+search over lane layouts and tile shapes, and SASS-level work on register allocation. The Triton
+side is held back the same way, more so (issue 78%, dispatch 0.60 per instruction).
 """
 
 import functools
