@@ -9,18 +9,12 @@ import triton
 from ._validate import check_tile
 
 
-def check_dot_tile(TILE: int) -> None:
-    """`tl.dot` takes power-of-two blocks with every side at least 16."""
-    check_tile(TILE)
-    if TILE < 16 or TILE & (TILE - 1):
-        raise ValueError(f"TILE={TILE}: Triton's tl.dot needs power-of-two block sides of at least 16")
-
-
-def check_block(name: str, value) -> None:
-    """A `tl.dot` block side: a power of two, at least 16."""
-    check_tile(value)
-    if value < 16 or value & (value - 1):
-        raise ValueError(f"{name}={value}: Triton's tl.dot needs power-of-two block sides of at least 16")
+def check_blocks(**sides: int) -> None:
+    """`tl.dot` takes power-of-two blocks with every side at least 16: check each named side."""
+    for name, value in sides.items():
+        check_tile(value)
+        if value < 16 or value & (value - 1):
+            raise ValueError(f"{name}={value}: Triton's tl.dot needs power-of-two block sides of at least 16")
 
 
 def warps_for(threads: int) -> int:

@@ -47,7 +47,7 @@ import triton.language as tl
 
 from ._cuda import CudaSource, bind, check_grid
 from ._registry import Variant
-from ._triton import check_dot_tile
+from ._triton import check_blocks
 from ._validate import check_tile
 
 CUDA_TILES = (8, 16, 32)  # TILE² threads per block: 64 would be 4096 threads, above CUDA's 1024
@@ -121,7 +121,7 @@ def launch_smem_tiling(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, **knobs):
 
 
 def smem_tiling_triton(a, b, c, TILE=32):
-    check_dot_tile(TILE)
+    check_blocks(TILE=TILE)
     return launch_smem_tiling(a, b, c, BLOCK_M=TILE, BLOCK_N=TILE, BLOCK_K=TILE)
 
 

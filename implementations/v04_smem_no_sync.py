@@ -47,7 +47,7 @@ import triton.language as tl
 
 from ._cuda import CudaSource, bind, check_grid
 from ._registry import Variant
-from ._triton import check_dot_tile
+from ._triton import check_blocks
 from ._validate import check_tile
 
 CUDA_TILES = (16, 32)
@@ -107,7 +107,7 @@ def smem_no_sync_kernel(
 
 
 def smem_no_sync_triton(a, b, c, TILE=32):
-    check_dot_tile(TILE)
+    check_blocks(TILE=TILE)
     M, K = a.shape
     N = b.shape[1]
     grid = (SPLIT_K, triton.cdiv(N, TILE), triton.cdiv(M, TILE))

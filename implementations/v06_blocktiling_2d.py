@@ -35,7 +35,7 @@ import triton
 
 from ._cuda import CudaSource, bind
 from ._registry import Variant
-from ._triton import check_block, warps_for
+from ._triton import check_blocks, warps_for
 from .v03_smem_tiling import launch_smem_tiling
 
 BK = 8
@@ -58,8 +58,7 @@ def blocktiling_2d_cuda(a, b, c, BM=128, BN=128, TM=8, TN=8):
 
 
 def blocktiling_2d_triton(a, b, c, BM=128, BN=128, TM=8, TN=8):
-    check_block("BM", BM)
-    check_block("BN", BN)
+    check_blocks(BM=BM, BN=BN)
     return launch_smem_tiling(a, b, c, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BLOCK_K,
                               num_warps=warps_for(BM * BN // (TM * TN)), num_stages=1)
 

@@ -52,7 +52,7 @@ import triton.language as tl
 
 from ._cuda import CudaSource, bind, check_grid, float4_aligned
 from ._registry import Variant
-from ._triton import check_block, warps_for
+from ._triton import check_blocks, warps_for
 
 BK, STAGES = 8, 3  # CUDA: K step and pipeline depth
 BLOCK_K, NUM_STAGES = 32, 3  # Triton
@@ -116,8 +116,7 @@ def warptiling_kernel(
 
 
 def warptiling_triton(a, b, c, BM=128, BN=128, WM=32, WN=64):
-    check_block("BM", BM)
-    check_block("BN", BN)
+    check_blocks(BM=BM, BN=BN)
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))
