@@ -154,6 +154,10 @@ def skip_reason(task: Task, dtype: str, device: torch.device) -> str:
         return f"supports {', '.join(v.dtypes)} only"
     if device.type == "cuda" and torch.cuda.get_device_capability(device) < v.min_cc:
         return f"needs compute capability {v.min_cc[0]}.{v.min_cc[1]}"
+    source = v.cuda_source
+    if (task.impl == "cuda" and source is not None and device.type == "cuda"
+            and not source.runs_on(torch.cuda.get_device_capability(device))):
+        return f"its CUDA C is built for {source.arch}, which runs on compute capability 9.0 (Hopper) only"
     return ""
 
 
@@ -216,7 +220,7 @@ def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> int:
     for v in variants:
         if v.cuda_source is None:
             continue
-        for arch in _cuda.NVCC_ARCHS:
+        for arch in v.cuda_source.archs:
             try:
                 log.add_compile_reports(v.tag, _cuda.compile_report(v.cuda_source, arch))
             except RuntimeError as exc:

@@ -11,8 +11,10 @@
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -35,6 +37,20 @@ MAX_THREADS_PER_BLOCK = 1024
 MAX_GRID = (2**31 - 1, 65535, 65535)
 
 
+@cache
+def toolkit_include() -> tuple[str, ...]:
+    """-I for the CUDA toolkit's headers when there is a toolkit (CUDA_PATH, CUDA_HOME or nvcc's).
+
+    NVRTC finds the runtime headers that pip's CUDA wheels ship, but those lack some that WMMA's
+    <mma.h> includes (crt/mma.h); the toolkit has them.
+    """
+    nvcc = shutil.which("nvcc")
+    for root in (os.environ.get("CUDA_PATH"), os.environ.get("CUDA_HOME"), nvcc and str(Path(nvcc).parent.parent)):
+        if root and (Path(root) / "include" / "crt" / "mma.h").is_file():
+            return (f"-I{Path(root) / 'include'}",)
+    return ()
+
+
 def cupy():
     try:
         import cupy
@@ -48,16 +64,30 @@ def cupy():
 
 
 class CudaSource:
-    """One rung's .cu file and the kernel names its launcher may ask for."""
+    """One rung's .cu file and the kernel names its launcher may ask for.
 
-    def __init__(self, module: str, kernels: Sequence[str]):
+    `arch`: None for kernels that run on any GPU from sm_80 on (CuPy compiles them for the GPU at hand),
+    or an architecture-specific target such as "sm_90a" (wgmma, setmaxnreg), compiled for exactly that.
+    """
+
+    def __init__(self, module: str, kernels: Sequence[str], arch: str | None = None):
         self.stem = module.rpartition(".")[2]
         self.path = KERNEL_DIR / f"{self.stem}.cu"
         self.kernels = tuple(kernels)
+        self.arch = arch
         self._compiled: dict[tuple[int, str], object] = {}
 
     def __repr__(self) -> str:
-        return f"CudaSource({self.path.name}, kernels={self.kernels})"
+        return f"CudaSource({self.path.name}, kernels={self.kernels}, arch={self.arch})"
+
+    @property
+    def archs(self) -> tuple[str, ...]:
+        """What the CPU compile report builds for."""
+        return (self.arch,) if self.arch else NVCC_ARCHS
+
+    def runs_on(self, capability: tuple[int, int]) -> bool:
+        """Whether a GPU of this compute capability can run the kernels (sm_90a code runs on 9.0 only)."""
+        return self.arch is None or self.arch.removeprefix("sm_").rstrip("a") == f"{capability[0]}{capability[1]}"
 
     def included(self) -> list[Path]:
         """The kernels_cuda/ files this .cu pulls in with `#include "..."`, recursively."""
@@ -78,7 +108,7 @@ class CudaSource:
         rung that includes another rung's .cu would keep a stale binary after that file changed.
         """
         digest = hashlib.sha256(b"".join(p.read_bytes() for p in self.included())).hexdigest()[:16]
-        return (*COMPILE_OPTIONS, f"-DTVC_INCLUDES_DIGEST=0x{digest}")
+        return (*COMPILE_OPTIONS, *toolkit_include(), f"-DTVC_INCLUDES_DIGEST=0x{digest}")
 
     def check_present(self) -> None:
         if not self.path.is_file():
@@ -100,11 +130,50 @@ class CudaSource:
             self.check_present()
             cp = cupy()
             with cp.cuda.Device(device):
-                module = cp.RawModule(
-                    code=self.path.read_text(), options=self.nvrtc_options(), name_expressions=[name])
-                kernel = module.get_function(name)
+                if self.arch is None:
+                    module = cp.RawModule(
+                        code=self.path.read_text(), options=self.nvrtc_options(), name_expressions=[name])
+                    kernel = module.get_function(name)
+                else:
+                    kernel = self._compile_for_arch(cp, name)
             self._compiled[(device, name)] = kernel
         return kernel
+
+    def _compile_for_arch(self, cp, name: str):
+        """NVRTC through cuda-python for an arch-specific target, loaded by CuPy.
+
+        CuPy's RawModule always adds `-arch=sm_XY` for the device at hand (sm_90, never sm_90a), and
+        NVRTC refuses a second -arch: so these kernels are compiled here, with the same options.
+        """
+        try:
+            from cuda.bindings import nvrtc
+        except ImportError as exc:
+            raise RuntimeError(
+                f"{self.path.name} targets {self.arch}, which CuPy cannot compile for: install cuda-python "
+                "(`pip install cuda-bindings`, in the [cuda13] extra)") from exc
+
+        def check(result):
+            err, *values = result
+            if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+                raise RuntimeError(f"NVRTC: {err.name} compiling {name} from {self.path.name}{log()}")
+            return values[0] if len(values) == 1 else values
+
+        def log():
+            size = nvrtc.nvrtcGetProgramLogSize(program)[1]
+            text = b" " * size
+            nvrtc.nvrtcGetProgramLog(program, text)
+            return ":\n" + text.decode(errors="replace").strip()
+
+        program = check(nvrtc.nvrtcCreateProgram(self.path.read_bytes(), self.path.name.encode(), 0, [], []))
+        check(nvrtc.nvrtcAddNameExpression(program, name.encode()))
+        options = [o.encode() for o in (*self.nvrtc_options(), f"-arch={self.arch}")]
+        check(nvrtc.nvrtcCompileProgram(program, len(options), options))
+        cubin = b" " * check(nvrtc.nvrtcGetCUBINSize(program))
+        check(nvrtc.nvrtcGetCUBIN(program, cubin))
+        lowered = check(nvrtc.nvrtcGetLoweredName(program, name.encode())).decode()
+        module = cp.cuda.function.Module()
+        module.load(cubin)
+        return module.get_function(lowered)
 
 
 def check_launch_shape(grid: tuple[int, ...], block: tuple[int, ...]) -> None:
@@ -130,9 +199,12 @@ def check_grid(grid: tuple[int, ...]) -> None:
 
 
 def _kernel_arg(value):
+    # A tensor goes in as its device address: CuPy has no bfloat16 dtype, so it could not wrap a bf16
+    # tensor as an array, and a kernel parameter `const T*` is just the address. The caller keeps the
+    # tensor alive (bind's closure holds `args`).
     if isinstance(value, torch.Tensor):
-        return cupy().asarray(value)
-    if isinstance(value, np.generic):
+        return np.uint64(value.data_ptr())
+    if isinstance(value, np.generic):  # np.void: a struct by value, such as a TMA tensor map
         return value
     raise TypeError(
         f"CUDA kernel arguments are tensors or numpy scalars of the C parameter's type (np.int32, ...), "
@@ -140,33 +212,85 @@ def _kernel_arg(value):
     )
 
 
-def bind(source: CudaSource, name: str, grid, block, args: Sequence) -> Callable[[], object]:
+STATIC_SMEM_LIMIT = 48 * 1024  # beyond this a kernel's dynamic shared memory must be opted into
+
+
+def bind(source: CudaSource, name: str, grid, block, args: Sequence, shared_mem: int = 0) -> Callable[[], object]:
     """Check the launch, convert the arguments once, and return a function that only launches.
 
     The returned function launches `name` on torch's current stream (so torch's CUDA events and
-    graph capture see it), compiling it on first use, and returns the CuPy kernel.
+    graph capture see it), compiling it on first use, and returns the CuPy kernel. `shared_mem`:
+    bytes of dynamic shared memory (`extern __shared__`); above 48 KB the kernel's limit is raised.
     """
     grid, block = tuple(int(g) for g in grid), tuple(int(b) for b in block)
     check_launch_shape(grid, block)
     if name not in source.kernels:
         raise ValueError(f"{source.path.name} has no kernel {name!r}; it instantiates {', '.join(source.kernels)}")
-    device = next(a.device.index for a in args if isinstance(a, torch.Tensor))
+    tensors = [a for a in args if isinstance(a, torch.Tensor)]
+    device = tensors[0].device.index
+    if any(t.device != tensors[0].device for t in tensors):
+        raise ValueError(f"every tensor argument of {name} must be on {tensors[0].device}")
     cp = cupy()
     kernel_args = tuple(_kernel_arg(a) for a in args)
 
     def run():
         kernel = source.function(name, device)
         with cp.cuda.Device(device), _cupy_stream(cp, torch.cuda.current_stream(device)):
-            kernel(grid, block, kernel_args)
+            if shared_mem > STATIC_SMEM_LIMIT:
+                cp.cuda.driver.funcSetAttribute(
+                    _function_pointer(kernel), cp.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    shared_mem)
+            kernel(grid, block, kernel_args, shared_mem=shared_mem)
         return kernel
 
+    run.tensors = tuple(tensors)  # kernel_args holds their addresses: they must live as long as `run`
     return run
 
 
-def float4_aligned(*matrices: torch.Tensor) -> np.int32:
-    """1 if every row of every (row-major) matrix starts on a 16-byte boundary, so float4 and 16-byte
-    cp.async accesses are legal: row length a multiple of 4 floats and a 16-byte-aligned base."""
-    return np.int32(all(m.shape[1] % 4 == 0 and m.data_ptr() % 16 == 0 for m in matrices))
+def _function_pointer(kernel) -> int:
+    """The CUfunction behind a CuPy RawKernel or a Module's Function."""
+    return kernel.kernel.ptr if hasattr(kernel, "kernel") else kernel.ptr
+
+
+def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]) -> np.void:
+    """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major 16-bit matrix.
+
+    `box` = (columns, rows) of the tile one copy moves, innermost first; the rows are 128 bytes
+    (64 elements), swizzled in 128-byte patterns in shared memory, and parts of a box outside the matrix
+    read as zeros. TMA needs the row pitch to be a multiple of 16 bytes (the launchers pad when not).
+    Built by cuTensorMapEncodeTiled from cuda-python; returned as a numpy struct that CuPy passes by value.
+    """
+    from cuda.bindings import driver
+
+    rows, cols = t.shape
+    if t.element_size() != 2 or t.stride(1) != 1 or (t.stride(0) * 2) % 16 or t.data_ptr() % 16:
+        raise ValueError("tensor_map_2d takes a row-major 16-bit matrix with 16-byte aligned rows")
+    dtype = {torch.float16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+             torch.bfloat16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16}[t.dtype]
+    u32, u64 = driver.cuuint32_t, driver.cuuint64_t
+    err, tensor_map = driver.cuTensorMapEncodeTiled(
+        dtype, u32(2), t.data_ptr(), [u64(cols), u64(rows)], [u64(t.stride(0) * 2)], [u32(x) for x in box],
+        [u32(1), u32(1)],
+        driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
+        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err.name} (shape {rows}×{cols}, box {box})")
+    raw = np.frombuffer(ctypes.string_at(tensor_map.getPtr(), 128), dtype=np.uint64)
+    packed = np.zeros((), dtype=TENSOR_MAP_DTYPE)
+    packed["words"] = raw
+    return packed[()]
+
+
+TENSOR_MAP_DTYPE = np.dtype([("words", np.uint64, (16,))], align=True)
+
+
+def rows_aligned(*matrices: torch.Tensor) -> np.int32:
+    """1 if every row of every (row-major) matrix starts on a 16-byte boundary, so 16-byte accesses
+    (float4, eight halves, 16-byte cp.async) are legal: row length a multiple of 16 bytes and a
+    16-byte-aligned base."""
+    return np.int32(all((m.shape[1] * m.element_size()) % 16 == 0 and m.data_ptr() % 16 == 0 for m in matrices))
 
 
 _streams: dict[int, object] = {}
@@ -244,7 +368,8 @@ def compile_report(source: CudaSource, arch: str) -> tuple[PtxasReport, ...]:
         # Taking each kernel's address makes nvcc instantiate exactly the names the launcher uses.
         addresses = ", ".join(f"(void*)&{k}" for k in source.kernels)
         wrapper.write_text(f'#include "{source.path}"\nvoid* const tvc_kernels[] = {{{addresses}}};\n')
-        cmd = [nvcc, "-cubin", f"-arch={arch}", *COMPILE_OPTIONS, "-Xptxas", "-v", "-diag-suppress", "177",
+        target = arch.removeprefix("sm_")
+        cmd = [nvcc, "-cubin", f"-gencode=arch=compute_{target},code=sm_{target}", *COMPILE_OPTIONS, "-Xptxas", "-v", "-diag-suppress", "177",
                "-o", str(Path(tmp) / "out.cubin"), str(wrapper)]
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -38,7 +38,7 @@ floats from shared memory per 64 FMAs, and v10 changes that.
 import numpy as np
 import triton
 
-from ._cuda import CudaSource, bind, float4_aligned
+from ._cuda import CudaSource, bind, rows_aligned
 from ._registry import Variant
 from ._triton import check_blocks, warps_for
 from .v03_smem_tiling import launch_smem_tiling
@@ -55,7 +55,7 @@ def double_buffering_cuda(a, b, c, BM=128, BN=128, TM=8, TN=8):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))
-    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), float4_aligned(a, b, c))
+    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), rows_aligned(a, b, c))
     return bind(KERNELS, f"double_buffering<{BM},{BN},{BK},{TM},{TN}>", grid, (BM * BN // (TM * TN),), args)
 
 

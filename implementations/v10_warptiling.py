@@ -50,7 +50,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, bind, check_grid, float4_aligned
+from ._cuda import CudaSource, bind, check_grid, rows_aligned
 from ._registry import Variant
 from ._triton import check_blocks, warps_for
 
@@ -66,7 +66,7 @@ def warptiling_cuda(a, b, c, BM=128, BN=128, WM=32, WN=64):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))
-    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), float4_aligned(a, b, c))
+    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), rows_aligned(a, b, c))
     name = f"warptiling<{BM},{BN},{BK},{WM},{WN},{STAGES}>"
     return bind(KERNELS, name, grid, ((BM // WM) * (BN // WN) * 32,), args)
 

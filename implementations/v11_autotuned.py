@@ -22,7 +22,7 @@ CUDA C and Triton side by side:
 |                     | (block_m, block_n), a 1-D grid                | (as in Triton's matmul tutorial)            |
 | the search space    | CUDA_CANDIDATES: template instantiations,     | TRITON_CONFIGS: `triton.Config`s of block   |
 |                     | each compiled by NVRTC on first use           | sizes, GROUP_M, num_warps, num_stages       |
-| search and cache    | `_search` below: do_bench each candidate,     | `@triton.autotune(key=["M", "N", "K"])`:    |
+| search and cache    | `search_fastest`: do_bench each candidate,    | `@triton.autotune(key=["M", "N", "K"])`:    |
 |                     | keep the fastest per (device, M, N, K)        | the same, built in                          |
 | report              | `TunedRun.chosen()`                           | the autotuner's `best_config`               |
 
@@ -61,7 +61,7 @@ import triton.language as tl
 from triton.runtime.interpreter import InterpretedFunction
 from triton.testing import do_bench
 
-from ._cuda import CudaSource, bind, check_grid, float4_aligned
+from ._cuda import CudaSource, bind, check_grid, rows_aligned
 from ._registry import TunedRun, Variant
 from .v10_warptiling import block_tile
 
@@ -113,11 +113,12 @@ def launch_candidate(a, b, c, tile: Tile):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(M, tile.BM) * triton.cdiv(N, tile.BN),)
-    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), float4_aligned(a, b, c))
+    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), rows_aligned(a, b, c))
     return bind(KERNELS, tile.kernel, grid, (tile.threads,), args)
 
 
-def _search(runs: dict[Tile, object]) -> tuple[Tile, dict[Tile, float], float]:
+def search_fastest(runs: dict) -> tuple[object, dict, float]:
+    """Time every candidate's run on the real operands: (the fastest, every time in ms, seconds spent)."""
     start = time.perf_counter()
     times = {tile: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for tile, run in runs.items()}
     return min(times, key=times.get), times, time.perf_counter() - start
@@ -125,11 +126,11 @@ def _search(runs: dict[Tile, object]) -> tuple[Tile, dict[Tile, float], float]:
 
 def autotuned_cuda(a, b, c):
     runs = {tile: launch_candidate(a, b, c, tile) for tile in CUDA_CANDIDATES}
-    key = (torch.cuda.get_device_name(a.device), *a.shape, b.shape[1], int(float4_aligned(a, b, c)))
+    key = (torch.cuda.get_device_name(a.device), *a.shape, b.shape[1], int(rows_aligned(a, b, c)))
 
     def launch():
         if key not in _cuda_choices:
-            _cuda_choices[key] = _search(runs)
+            _cuda_choices[key] = search_fastest(runs)
         return runs[_cuda_choices[key][0]]()
 
     def chosen() -> str:

@@ -9,7 +9,7 @@ from implementations._cuda import NVCC_ARCHS, compile_report
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 
-SOURCES = [(v, arch) for v in all_variants() if v.cuda_source for arch in NVCC_ARCHS]
+SOURCES = [(v, arch) for v in all_variants() if v.cuda_source for arch in v.cuda_source.archs]
 
 
 @pytest.mark.parametrize("variant, arch", SOURCES, ids=lambda x: getattr(x, "stem", x))

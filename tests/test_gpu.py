@@ -140,12 +140,12 @@ def test_autotuned_rungs_report_their_choice():
 
 def test_cuda_float4_path_and_scalar_path_agree_with_an_offset_operand():
     """`aligned` is 0 when a base pointer is not 16-byte aligned (a view one float in): the scalar path."""
-    from implementations._cuda import float4_aligned
+    from implementations._cuda import rows_aligned
 
     storage = torch.randn(1 + 256 * 256, device="cuda")
     a = storage[1:].view(256, 256)
     b = torch.randn(256, 256, device="cuda")
-    assert float4_aligned(a, b) == 0 and float4_aligned(b) == 1
+    assert rows_aligned(a, b) == 0 and rows_aligned(b) == 1
     for v in select("7-11"):
         c = v.matmul("cuda", a, b, **v.configs[0])
         torch.cuda.synchronize()

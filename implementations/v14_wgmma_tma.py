@@ -1,0 +1,187 @@
+"""v14 wgmma + TMA: Hopper's own matrix instruction fed by its copy engine, on a persistent grid.
+
+The idea. Two Hopper units change who does the work:
+- The Tensor Memory Accelerator (TMA) copies a whole 2-D box of a matrix into shared memory from
+  one instruction issued by one thread: it computes the addresses, clips at the matrix edges (zeros
+  outside, so no masks), swizzles the tile for conflict-free reads, and reports completion by counting
+  bytes down on an *mbarrier*. In v13 every thread computed addresses and issued 16-byte cp.async copies.
+- `wgmma` is issued by a warpgroup (4 warps, 128 threads) for a 64×N×16 product, reads both operands
+  straight from shared memory through 64-bit descriptors (no ldmatrix, no operand registers), and runs
+  asynchronously: the warpgroup issues, then waits (`wgmma.wait_group`) only when it must.
+A ring of STAGES slots connects them: per slot a `full` barrier (TMA bytes landed) and an `empty`
+barrier (both warpgroups' multiplies have read it). The grid is persistent: one CTA per SM walks
+tiles blockIdx.x, + gridDim.x, ..., so the copies of the next tile start while the last one finishes.
+
+CUDA C and Triton side by side:
+
+| concept               | CUDA C (kernels_cuda/v14_wgmma_tma.cu + hopper.cuh) | Triton (below)                           |
+|-----------------------|-----------------------------------------------------|------------------------------------------|
+| tensor map            | cuTensorMapEncodeTiled on the host (cuda-python),   | `TensorDescriptor.from_tensor(a, block)`  |
+|                       | passed as a `__grid_constant__` parameter           | (the same CUtensorMap, built by Triton)  |
+| tile copy             | `cp.async.bulk.tensor.2d` + mbarrier expect_tx      | `a_desc.load([row, k])`                  |
+| slots and phases      | full/empty mbarriers, parity per pass, by hand      | `num_stages`: the pipeliner allocates them |
+| the product           | `wgmma.mma_async` m64n128k16, smem descriptors      | `tl.dot` (lowered to wgmma)              |
+| operand layouts       | A K-major, B N-major (imm-trans-b), 128-byte swizzle| chosen by the compiler                   |
+| persistent grid       | min(SMs, tiles) CTAs, `tile += gridDim.x`           | min(SMs, tiles) programs, `tl.num_programs` |
+
+TMA needs 16-byte aligned row pitches: when K or N is not a multiple of 8 (16-bit elements), both
+sides copy A and B once per call into zero-padded buffers (inside the timed call: it is part of the
+cost), which changes nothing in the product. C is written with masked stores, so any M and N work.
+
+What it should reach: about cuBLAS's level minus what the single-role design costs (the thread that
+issues the copies is also a consumer, so its warpgroup waits whenever a slot is late), and the
+128×128 tile reads B from shared memory once per 64 rows. v15 removes both.
+"""
+
+import functools
+
+import numpy as np
+import torch
+import triton
+import triton.language as tl
+from triton.tools.tensor_descriptor import TensorDescriptor
+
+from ._cuda import CudaSource, bind, check_grid, tensor_map_2d
+from ._registry import Variant
+
+BM, BN, BK = 128, 128, 64
+STAGES = 4
+IS_BF16 = {torch.float16: 0, torch.bfloat16: 1}
+KERNELS = CudaSource(__name__, [f"wgmma_tma<{flag},{STAGES}>" for flag in IS_BF16.values()], arch="sm_90a")
+BARRIER_BYTES = 1024 + 2 * 8 * 8  # alignment slack for the 1024-byte swizzle atoms + up to 8 stages of two barriers
+
+
+def tma_operands(a: torch.Tensor, b: torch.Tensor):
+    """(a, b, refresh): operands whose row pitch TMA accepts (a multiple of 16 bytes, 16-byte aligned base).
+
+    When a and b already qualify, refresh does nothing. Otherwise zero-padded copies are allocated once
+    and refresh() copies the operands into them (call it inside the timed run).
+    """
+    align = 16 // a.element_size()
+    K, N = b.shape
+
+    def ok(t):
+        return t.shape[1] % align == 0 and t.data_ptr() % 16 == 0
+
+    if ok(a) and ok(b):
+        return a, b, lambda: None
+    K_pad, N_pad = triton.cdiv(K, align) * align, triton.cdiv(N, align) * align
+    a_pad = torch.zeros((a.shape[0], K_pad), dtype=a.dtype, device=a.device)
+    b_pad = torch.zeros((K_pad, N_pad), dtype=b.dtype, device=b.device)
+
+    def refresh():
+        a_pad[:, :K].copy_(a)
+        b_pad[:K, :N].copy_(b)
+
+    return a_pad, b_pad, refresh
+
+
+def zero_product(c):
+    """K = 0: C is all zeros (and a tensor map of a zero-width matrix does not exist)."""
+    def run():
+        c.zero_()
+
+    return run
+
+
+def sm_count(device: torch.device) -> int:
+    return torch.cuda.get_device_properties(device).multi_processor_count
+
+
+# ---- CUDA C launcher ----------------------------------------------------------------------------------
+
+
+def wgmma_tma_cuda(a, b, c):
+    M, K = a.shape
+    N = b.shape[1]
+    if K == 0:
+        return zero_product(c)
+    a_t, b_t, refresh = tma_operands(a, b)
+    a_map = tensor_map_2d(a_t, (BK, BM))  # box: 64 k × 128 rows (128-byte rows)
+    b_map = tensor_map_2d(b_t, (64, BK))  # box: 64 columns × 64 k; two per stage
+    grid = (min(sm_count(a.device), triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
+    launch = bind(KERNELS, f"wgmma_tma<{IS_BF16[a.dtype]},{STAGES}>", grid, (256,),
+                  (a_map, b_map, c, np.int32(M), np.int32(N), np.int32(K)),
+                  shared_mem=STAGES * (BM * BK + BK * BN) * 2 + BARRIER_BYTES)
+
+    def run():
+        refresh()
+        return launch()
+
+    return run
+
+
+# ---- Triton kernel and launcher -----------------------------------------------------------------------
+
+
+@triton.jit
+def tma_persistent_kernel(
+    a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+):
+    # ---- 1. this program's tiles: pid, pid + programs, ..., each mapped in grouped order ----
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    per_group = GROUP_M * grid_n
+    for tile in range(tl.program_id(0), grid_m * grid_n, tl.num_programs(0)):
+        first_row = (tile // per_group) * GROUP_M
+        rows = min(grid_m - first_row, GROUP_M)
+        pid_m = first_row + (tile % per_group) % rows
+        pid_n = (tile % per_group) // rows
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kb in range(k_tiles):
+            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight) ----
+            a = a_desc.load([pid_m * BLOCK_M, kb * BLOCK_K])
+            b = b_desc.load([kb * BLOCK_K, pid_n * BLOCK_N])
+            # ---- 3. multiply (wgmma on Hopper) ----
+            acc = tl.dot(a, b, acc)
+        # ---- 4. write back, rounded to C's type, masked at the edges ----
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int) -> int:
+    """One program per SM (at most one per tile); on the CPU, where the interpreter runs, one per tile."""
+    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+    return min(sm_count(device), tiles) if device.type == "cuda" else tiles
+
+
+def launch_tma_persistent(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, **knobs):
+    """`tma_persistent_kernel` on padded-if-needed operands: returns the run (refresh + launch)."""
+    M, K = a.shape
+    N = b.shape[1]
+    if K == 0:
+        return zero_product(c)
+    a_t, b_t, refresh = tma_operands(a, b)
+    a_desc = TensorDescriptor.from_tensor(a_t, [BLOCK_M, BLOCK_K])
+    b_desc = TensorDescriptor.from_tensor(b_t, [BLOCK_K, BLOCK_N])
+    grid = (programs(a.device, M, N, BLOCK_M, BLOCK_N),)
+    check_grid(grid)
+    launch = functools.partial(
+        tma_persistent_kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, **knobs)
+
+    def run():
+        refresh()
+        return launch()
+
+    return run
+
+
+def wgmma_tma_triton(a, b, c):
+    return launch_tma_persistent(a, b, c, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=1, num_warps=8,
+                                 num_stages=STAGES)
+
+
+VARIANT = Variant(
+    __name__,
+    title="wgmma + TMA, persistent",
+    dtypes=("fp16", "bf16"),
+    cuda=wgmma_tma_cuda,
+    triton=wgmma_tma_triton,
+    cuda_source=KERNELS,
+    min_cc=(9, 0),  # TMA and wgmma: Hopper
+)

@@ -1,0 +1,185 @@
+// Hopper (sm_90a) building blocks shared by v14 and v15, each a thin wrapper over one PTX instruction:
+// the TMA copy engine (cp.async.bulk.tensor), mbarriers that count arrivals and bytes, wgmma (a
+// warpgroup's asynchronous matrix multiply reading its operands from shared memory through
+// descriptors), setmaxnreg, and the cluster primitives for TMA multicast. Elements are 16-bit (fp16 or
+// bf16) and held as unsigned short: nothing here needs cuda_fp16.h, so NVRTC compiles it with no
+// CUDA headers at all.
+#pragma once
+#include "half.cuh"
+
+typedef unsigned long long u64;
+
+// The driver's CUtensorMap (built on the host by cuTensorMapEncodeTiled), opaque to the kernel. It is
+// passed by value as a __grid_constant__ parameter, so the TMA unit reads it from parameter space.
+struct alignas(64) TmaDescriptor {
+    u64 words[16];
+};
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+// ---- mbarriers: a phase completes when `count` threads arrived and the expected bytes landed ----
+
+__device__ __forceinline__ void mbar_init(u64* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(count));
+}
+
+// Makes the initialised barriers visible to the async proxy (TMA) and to the other CTAs of the cluster.
+__device__ __forceinline__ void fence_barrier_init() { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+
+// One arrival that also announces `bytes` of TMA traffic this phase must wait for.
+__device__ __forceinline__ void mbar_expect_tx(u64* bar, unsigned bytes) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(u64* bar) {
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+}
+
+// An arrival on the barrier at the same offset in CTA `cta` of this cluster (possibly this CTA).
+__device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned cta) {
+    asm volatile(
+        "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
+        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)), "r"(cta)
+        : "memory");
+}
+
+// Spin until the phase with this parity (0 for the first completion, then 1, 0, ...) has completed.
+__device__ __forceinline__ void mbar_wait(u64* bar, unsigned parity) {
+    asm volatile(
+        "{\n.reg .pred done;\nWAIT:\n"
+        "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n@!done bra WAIT;\n}\n" ::"r"(smem_addr(bar)),
+        "r"(parity)
+        : "memory");
+}
+
+// ---- TMA: one box of a 2-D tensor into shared memory, completing `bytes` on an mbarrier ----
+// Coordinates are elements, innermost first; parts of the box outside the tensor are filled with zeros.
+
+__device__ __forceinline__ void tma_load_2d(void* dst, const TmaDescriptor* desc, u64* bar, int inner, int outer) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4}], [%2];\n" ::"r"(
+            smem_addr(dst)),
+        "l"(desc), "r"(smem_addr(bar)), "r"(inner), "r"(outer)
+        : "memory");
+}
+
+// The same box written to the same offset in every CTA of `cta_mask`, each CTA's barrier signalled.
+__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDescriptor* desc, u64* bar, int inner,
+                                                      int outer, unsigned short cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_addr(dst)),
+        "l"(desc), "r"(smem_addr(bar)), "r"(inner), "r"(outer), "h"(cta_mask)
+        : "memory");
+}
+
+// ---- clusters ----
+
+__device__ __forceinline__ unsigned cluster_rank() {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+
+// Every thread of every CTA in the cluster arrives and waits (release/acquire: shared-memory writes
+// before it are visible to the cluster after it).
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+// ---- registers per thread, moved between warpgroups (the kernel needs __launch_bounds__(threads, 1)) ----
+
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
+
+template <int REGS>
+__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(REGS)); }
+
+// ---- wgmma ----
+
+// A shared-memory matrix descriptor for a tile written by TMA with 128-byte swizzling: start address,
+// leading and stride byte offsets (what they step over depends on the operand's major-ness: see the
+// callers), swizzle mode 1 = 128 bytes in bits 62-63. The tile must start 1024-byte aligned.
+__device__ __forceinline__ u64 smem_desc(const void* p, unsigned leading_bytes, unsigned stride_bytes) {
+    return static_cast<u64>((smem_addr(p) & 0x3FFFF) >> 4) | static_cast<u64>(leading_bytes >> 4) << 16 |
+           static_cast<u64>(stride_bytes >> 4) << 32 | 1ull << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+
+// Wait until at most `pending` committed wgmma groups of this warpgroup are still running.
+template <int pending>
+__device__ __forceinline__ void wgmma_wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(pending) : "memory"); }
+
+// Keeps the compiler from moving accumulator reads or writes across a wgmma fence or wait: it does not
+// know that the asynchronous instruction owns these registers until the wait.
+template <int R>
+__device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+#define TVC_ACC8(i) \
+    "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define TVC_ACC64 TVC_ACC8(0), TVC_ACC8(8), TVC_ACC8(16), TVC_ACC8(24), TVC_ACC8(32), TVC_ACC8(40), TVC_ACC8(48), TVC_ACC8(56)
+#define TVC_ACC128                                                                                               \
+    TVC_ACC64, TVC_ACC8(64), TVC_ACC8(72), TVC_ACC8(80), TVC_ACC8(88), TVC_ACC8(96), TVC_ACC8(104), TVC_ACC8(112), \
+        TVC_ACC8(120)
+#define TVC_REGS64                                                                          \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "               \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "      \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "      \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}"
+#define TVC_REGS128                                                                                  \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                        \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "               \
+    "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "               \
+    "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "               \
+    "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "               \
+    "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "               \
+    "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "   \
+    "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
+// D (64×N, fp32 registers) += A (64×16, K-major) · B (16×N, N-major: imm-trans-b = 1), both in
+// shared memory. `accumulate` = 0 makes it D = A·B (the first step of a tile).
+#define TVC_WGMMA(SHAPE, TYPE, REGS, A, B, ACC)                                                            \
+    "{\n.reg .pred acc;\nsetp.ne.b32 acc, " ACC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE \
+    " " REGS ", " A ", " B ", acc, 1, 1, 0, 1;\n}\n"
+
+template <int IS_BF16>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 a, u64 b, int accumulate) {
+    if constexpr (IS_BF16) {
+        asm volatile(TVC_WGMMA("m64n128k16", "bf16", TVC_REGS64, "%64", "%65", "%66")
+                     : TVC_ACC64 : "l"(a), "l"(b), "r"(accumulate));
+    } else {
+        asm volatile(TVC_WGMMA("m64n128k16", "f16", TVC_REGS64, "%64", "%65", "%66")
+                     : TVC_ACC64 : "l"(a), "l"(b), "r"(accumulate));
+    }
+}
+
+template <int IS_BF16>
+__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 a, u64 b, int accumulate) {
+    if constexpr (IS_BF16) {
+        asm volatile(TVC_WGMMA("m64n256k16", "bf16", TVC_REGS128, "%128", "%129", "%130")
+                     : TVC_ACC128 : "l"(a), "l"(b), "r"(accumulate));
+    } else {
+        asm volatile(TVC_WGMMA("m64n256k16", "f16", TVC_REGS128, "%128", "%129", "%130")
+                     : TVC_ACC128 : "l"(a), "l"(b), "r"(accumulate));
+    }
+}
+
+// The accumulator fragment of an m64nN wgmma: thread t of the warpgroup holds, for each 8-column
+// block j, rows 16·(t/32) + (t%32)/4 (+8) and columns 8j + 2·(t%4) (+1).
+template <int IS_BF16, int R>
+__device__ __forceinline__ void store_accumulators(const float (&d)[R], unsigned short* c, int M, int N, int row0,
+                                                   int col0) {
+    const int t = threadIdx.x % 128;
+    const int row = row0 + 16 * (t / 32) + (t % 32) / 4, col = col0 + 2 * (t % 4);
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+        store_pair<IS_BF16>(c, M, N, row, col + 8 * j, d[4 * j], d[4 * j + 1]);
+        store_pair<IS_BF16>(c, M, N, row + 8, col + 8 * j, d[4 * j + 2], d[4 * j + 3]);
+    }
+}

@@ -1,0 +1,134 @@
+// v15 warp specialization: one producer warpgroup that only issues TMA copies and two consumer
+// warpgroups that only multiply, registers moved from the first to the others (setmaxnreg), 128×256
+// tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
+//
+// C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C in the input type; all row-major.
+// Template <IS_BF16, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×256×64. Launch: 384 threads
+// (three warpgroups), grid = CLUSTER_M × min(SMs / CLUSTER_M, cluster tiles), persistent. Dynamic
+// shared memory: STAGES × 48 KB of tiles + 1 KB. Needs sm_90a.
+//
+// What changed since v14, and why each one pays:
+//   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
+//     empty, its warpgroup cannot multiply. Here warpgroup 0 only produces (one thread issues, the rest
+//     idle) and keeps the ring full across tile boundaries, so the consumers' epilogue (rounding and
+//     storing C) overlaps the next tile's copies.
+//   - Registers. A thread's register budget is fixed per kernel; setmaxnreg lets the producer give its
+//     share back (down to 40) and the consumers take it (up to 232): enough for 128 accumulators per
+//     thread, so each consumer warpgroup owns a 64×256 block (m64n256k16: B read once per 64 rows of A
+//     instead of per 64×128, half v14's shared-memory traffic per flop).
+//   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
+//     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
+//     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
+//     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster.
+//   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
+//     so the A and B panels in use stay in the 50 MB L2.
+#include "hopper.cuh"
+
+constexpr int V15_BM = 128, V15_BN = 256, V15_BK = 64;
+constexpr int V15_A_BYTES = V15_BM * V15_BK * 2, V15_B_BYTES = V15_BK * V15_BN * 2;  // 16 KB, 32 KB
+constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;                                      // one 64-column box
+
+template <int IS_BF16, int STAGES, int CLUSTER_M, int GROUP_M>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
+    warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
+                     unsigned short* __restrict__ c, int M, int N, int K) {
+    constexpr int BM = V15_BM, BN = V15_BN, BK = V15_BK, B_BOXES = BN / 64;
+    // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles (1024-byte aligned for the swizzle), barriers ----
+    extern __shared__ unsigned char smem_raw[];
+    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+    unsigned char* a_tiles = smem;
+    unsigned char* b_tiles = smem + STAGES * V15_A_BYTES;
+    u64* full = reinterpret_cast<u64*>(b_tiles + STAGES * V15_B_BYTES);
+    u64* empty = full + STAGES;
+
+    const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
+    const int cluster_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, cluster_tiles = cluster_rows * tiles_n;
+    const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
+    // Cluster tile t -> this CTA's (tile row, tile column): GROUP_M cluster rows at a time, column by column.
+    auto tile_of = [&](int t, int& tile_m, int& tile_n) {
+        const int per_group = GROUP_M * tiles_n, first = (t / per_group) * GROUP_M;
+        const int rows = min(cluster_rows - first, GROUP_M), in_group = t % per_group;
+        tile_m = (first + in_group % rows) * CLUSTER_M + rank;  // past M when tiles_m is odd: TMA reads zeros, stores are masked
+        tile_n = in_group / rows;
+    };
+
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < STAGES; ++s) {
+            mbar_init(&full[s], 1);               // this CTA's producer: expect_tx (+ the bytes of A and all of B)
+            mbar_init(&empty[s], 2 * CLUSTER_M);  // each consumer warpgroup of each CTA in the cluster
+        }
+        fence_barrier_init();
+    }
+    // The peer's barriers must be initialised before anyone multicasts into it or arrives on them.
+    if constexpr (CLUSTER_M > 1) cluster_sync(); else __syncthreads();
+
+    const int warpgroup = threadIdx.x / 128;
+    if (warpgroup == 0) {
+        // ---- 2. the producer warpgroup: give registers back; one thread keeps the ring full ----
+        setmaxnreg_dec<40>();
+        if (threadIdx.x == 0) {
+            int loads = 0;
+            for (int t = cluster; t < cluster_tiles; t += clusters) {
+                int tile_m, tile_n;
+                tile_of(t, tile_m, tile_n);
+                for (int kb = 0; kb < k_tiles; ++kb, ++loads) {
+                    const int s = loads % STAGES, k0 = kb * BK;
+                    if (loads >= STAGES) mbar_wait(&empty[s], (loads / STAGES - 1) & 1);
+                    mbar_expect_tx(&full[s], V15_A_BYTES + V15_B_BYTES);
+                    tma_load_2d(a_tiles + s * V15_A_BYTES, &a_map, &full[s], k0, tile_m * BM);
+                    unsigned char* b_tile = b_tiles + s * V15_B_BYTES;
+                    if constexpr (CLUSTER_M > 1) {  // this CTA's share of the B boxes, into every CTA of the cluster
+                        for (int box = rank; box < B_BOXES; box += CLUSTER_M)
+                            tma_load_2d_multicast(b_tile + box * V15_B_BOX_BYTES, &b_map, &full[s], tile_n * BN + box * 64,
+                                                  k0, (1 << CLUSTER_M) - 1);
+                    } else {
+                        for (int box = 0; box < B_BOXES; ++box)
+                            tma_load_2d(b_tile + box * V15_B_BOX_BYTES, &b_map, &full[s], tile_n * BN + box * 64, k0);
+                    }
+                }
+            }
+        }
+    } else {
+        // ---- 3. the consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127 ----
+        setmaxnreg_inc<232>();
+        float d[128] = {};
+        int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
+        auto release = [&](int s) {
+            if (threadIdx.x % 128 != 0) return;
+            if constexpr (CLUSTER_M > 1) {
+                for (int cta = 0; cta < CLUSTER_M; ++cta) mbar_arrive_cluster(&empty[s], cta);
+            } else {
+                mbar_arrive(&empty[s]);
+            }
+        };
+        for (int t = cluster; t < cluster_tiles; t += clusters) {
+            int tile_m, tile_n;
+            tile_of(t, tile_m, tile_n);
+            for (int kb = 0; kb < k_tiles; ++kb, ++it) {
+                const int s = it % STAGES;
+                mbar_wait(&full[s], (it / STAGES) & 1);
+                // ---- 4. multiply: as v14, with n = 256 (four 64-column B boxes, 8 KB apart) ----
+                const unsigned char* a_tile = a_tiles + s * V15_A_BYTES + (warpgroup - 1) * 64 * 128;
+                const unsigned char* b_tile = b_tiles + s * V15_B_BYTES;
+                wgmma_fence();
+#pragma unroll
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    wgmma_m64n256k16<IS_BF16>(d, smem_desc(a_tile + kk * 32, 16, 1024),
+                                              smem_desc(b_tile + kk * 16 * 128, V15_B_BOX_BYTES, 1024), kb > 0 || kk > 0);
+                }
+                wgmma_commit();
+                // ---- 5. release the previous k-block's slot, in every CTA of the cluster ----
+                wgmma_wait<1>();
+                if (kb > 0) release((it - 1) % STAGES);
+            }
+            wgmma_wait<0>();
+            fence_accumulators(d);
+            release((it - 1) % STAGES);
+            // ---- 6. write back, while the producer already fills the ring with the next tile ----
+            store_accumulators<IS_BF16>(d, c, M, N, tile_m * BM + (warpgroup - 1) * 64, tile_n * BN);
+        }
+    }
+    // No CTA may exit while its peer can still multicast into it or arrive on its barriers.
+    if constexpr (CLUSTER_M > 1) cluster_sync();
+}
