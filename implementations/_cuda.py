@@ -238,7 +238,7 @@ def bind(source: CudaSource, name: str, grid, block, args: Sequence, shared_mem:
         with cp.cuda.Device(device), _cupy_stream(cp, torch.cuda.current_stream(device)):
             if shared_mem > STATIC_SMEM_LIMIT:
                 cp.cuda.driver.funcSetAttribute(
-                    _function_pointer(kernel), cp.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    function_pointer(kernel), cp.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     shared_mem)
             kernel(grid, block, kernel_args, shared_mem=shared_mem)
         return kernel
@@ -247,7 +247,7 @@ def bind(source: CudaSource, name: str, grid, block, args: Sequence, shared_mem:
     return run
 
 
-def _function_pointer(kernel) -> int:
+def function_pointer(kernel) -> int:
     """The CUfunction behind a CuPy RawKernel or a Module's Function."""
     return kernel.kernel.ptr if hasattr(kernel, "kernel") else kernel.ptr
 

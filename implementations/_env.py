@@ -21,6 +21,13 @@ def set_fp32_matmul(tf32: bool) -> str:
     return f"torch.backends.cuda.matmul.allow_tf32 = {tf32}"
 
 
+def tf32_enabled() -> bool:
+    """Read the mode through the API that set it: torch >= 2.9 refuses to read the legacy flag after
+    the new one was set to "tf32"."""
+    matmul = torch.backends.cuda.matmul
+    return matmul.fp32_precision == "tf32" if hasattr(matmul, "fp32_precision") else matmul.allow_tf32
+
+
 def _version(dist: str) -> str:
     try:
         return importlib.metadata.version(dist)
@@ -70,7 +77,7 @@ def environment(device: torch.device | None = None) -> dict[str, str]:
         "memory": f"{props.total_memory / 2**30:.0f} GiB",
         "L2": f"{getattr(props, 'L2_cache_size', 0) / 2**20:.0f} MiB",
         "CUDA (torch)": str(torch.version.cuda),
-        "cuBLAS fp32 TF32": "on" if torch.backends.cuda.matmul.allow_tf32 else "off",
+        "cuBLAS fp32 TF32": "on" if tf32_enabled() else "off",
     })
     env.update(_nvidia_smi(index))
     return env

@@ -28,8 +28,8 @@ CUDA C and Triton side by side:
 | search                  | CUDA_CANDIDATES, `search_fastest` (v11)             | `triton.autotune` over TRITON_CONFIGS    |
 
 What Triton does for you: the pipeline, descriptors, layouts and wgmma, as in v14; what it leaves out
-here is exactly this rung's new material, so the Triton side is v14's kernel with its best Hopper
-configurations searched (larger tiles, deeper pipelines, grouped order).
+here is exactly this rung's new material, so the Triton side is v14's `tma_persistent_kernel` with its
+best Hopper configurations searched (larger tiles, deeper pipelines, grouped order).
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100 worklogs
 with these four techniques report 101-107%. Measured figures are in the README's tensor-core table.
@@ -43,13 +43,15 @@ import torch
 import triton
 from triton.runtime.interpreter import InterpretedFunction
 
-from ._cuda import CudaSource, bind, check_grid, tensor_map_2d
+from ._cuda import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
+from ._cuda import cupy as kernel_cupy
 from ._registry import TunedRun, Variant
 from .v11_autotuned import search_fastest
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, programs, sm_count, tma_operands, tma_persistent_kernel,
                             zero_product)
 
 BM, BN, BK = 128, 256, 64
+THREADS = 384  # a producer warpgroup and two consumer warpgroups
 
 
 class Tile(NamedTuple):
@@ -80,20 +82,60 @@ _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
 def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile):
     """One CUDA candidate on prepared tensor maps (the search times these; the tests check each)."""
     cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, BN)
-    clusters = min(sm_count(c.device) // tile.CLUSTER_M, cluster_tiles)
-    return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (384,),
-                (a_map, b_map, c, np.int32(M), np.int32(N), np.int32(K)),
-                shared_mem=tile.STAGES * (BM * BK + BK * BN) * 2 + BARRIER_BYTES)
+    smem = tile.STAGES * (BM * BK + BK * BN) * 2 + BARRIER_BYTES
+    clusters = min(resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
+    return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
+                (a_map, b_map, c, np.int32(M), np.int32(N), np.int32(K)), shared_mem=smem)
 
 
-def prepare_cuda(a, b, c):
-    """(refresh, {tile: launch}) for every candidate, sharing one set of tensor maps."""
+@functools.cache
+def resident_clusters(name: str, device: torch.device, cluster: int, smem: int) -> int:
+    """How many clusters of this kernel fit on the GPU at once (the persistent grid's size).
+
+    Not simply SMs / cluster: the CTAs of a cluster must sit in one GPC, and an H100's GPCs hold
+    different numbers of SMs, so some SMs cannot take part in pairs. A persistent grid larger than
+    what fits runs its last clusters only after the others have finished all their tiles: twice the time.
+    """
+    from cuda.bindings import driver
+
+    kernel = KERNELS.function(name, device.index)  # compiled here rather than at the first launch
+    cupy = kernel_cupy()
+    pointer = function_pointer(kernel)
+    cupy.cuda.driver.funcSetAttribute(pointer, cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
+    config = driver.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = sm_count(device), 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = THREADS, 1, 1
+    config.sharedMemBytes = smem
+    attribute = driver.CUlaunchAttribute()
+    attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    attribute.value.clusterDim.x, attribute.value.clusterDim.y, attribute.value.clusterDim.z = cluster, 1, 1
+    config.attrs, config.numAttrs = [attribute], 1
+    with cupy.cuda.Device(device.index):
+        err, count = driver.cuOccupancyMaxActiveClusters(driver.CUfunction(pointer), config)
+    if err != driver.CUresult.CUDA_SUCCESS or count < 1:
+        raise RuntimeError(f"cuOccupancyMaxActiveClusters failed for {name}: {err.name}, {count}")
+    return count
+
+
+def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):
+    """(refresh, {tile: launch}) for these candidates, sharing one set of tensor maps."""
     M, K = a.shape
     N = b.shape[1]
     a_t, b_t, refresh = tma_operands(a, b)
     a_map = tensor_map_2d(a_t, (BK, BM))  # box: 64 k × 128 rows
     b_map = tensor_map_2d(b_t, (64, BK))  # box: 64 columns × 64 k; four per stage
-    return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile) for tile in CUDA_CANDIDATES}
+    return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile) for tile in tiles}
+
+
+def launch_tile(a, b, c, tile: Tile):
+    """One candidate's whole run (operand refresh included): what the tests check for each candidate."""
+    refresh, runs = prepare_cuda(a, b, c, (tile,))
+
+    def run():
+        refresh()
+        return runs[tile]()
+
+    return run
 
 
 def warp_specialized_cuda(a, b, c):

@@ -121,14 +121,14 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 
     float acc[FM][FN][4] = {};
     for (int kt = 0; kt < k_tiles; ++kt) {
-        // ---- 3. wait for tile kt; refill the slot every warp has finished with ----
+        // Wait for tile kt, then refill the slot every warp has finished with (one barrier per tile).
         cp_async_wait<STAGES - 2>();
         __syncthreads();
         if (kt + STAGES - 1 < k_tiles) load_tile((kt + STAGES - 1) % STAGES, (kt + STAGES - 1) * BK);
         cp_async_commit();
         const unsigned short* a_tile = a_tiles[kt % STAGES];
         const unsigned short* b_tile = b_tiles[kt % STAGES];
-        // ---- 4. multiply: per 16-deep step, ldmatrix the fragments and issue FM·FN mma ----
+        // ---- 3. multiply: per 16-deep step, ldmatrix the fragments and issue FM·FN mma ----
 #pragma unroll
         for (int ks = 0; ks < BK / 16; ++ks) {
             unsigned a_frag[FM][4], b_frag[FN / 2][4];
@@ -147,7 +147,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     }
     cp_async_wait<0>();
 
-    // ---- 5. write back straight from the accumulator fragments, rounded and masked ----
+    // ---- 4. write back straight from the accumulator fragments, rounded and masked ----
     const int row = block_row + warp_row + lane / 4, col = block_col + warp_col + 2 * (lane % 4);
 #pragma unroll
     for (int i = 0; i < FM; ++i)
@@ -227,14 +227,14 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 
     float acc[FM][FN][4] = {};
     for (int kt = 0; kt < k_tiles; ++kt) {
-        // ---- 3. wait for tile kt; refill the slot every warp has finished with ----
+        // Wait for tile kt, then refill the slot every warp has finished with (one barrier per tile).
         cp_async_wait<STAGES - 2>();
         __syncthreads();
         if (kt + STAGES - 1 < k_tiles) load_tile((kt + STAGES - 1) % STAGES, (kt + STAGES - 1) * BK);
         cp_async_commit();
         const float* a_tile = a_tiles[kt % STAGES];
         const float* b_tile = b_tiles[kt % STAGES];
-        // ---- 4. multiply: per 8-deep step, load the fragments float by float (no 32-bit ldmatrix.trans), round, mma ----
+        // ---- 3. multiply: per 8-deep step, load the fragments float by float (no 32-bit ldmatrix.trans), round, mma ----
 #pragma unroll
         for (int ks = 0; ks < BK / 8; ++ks) {
             unsigned a_frag[FM][4], b_frag[FN][2];
@@ -260,7 +260,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     }
     cp_async_wait<0>();
 
-    // ---- 5. write back straight from the accumulator fragments, masked ----
+    // ---- 4. write back straight from the accumulator fragments, masked ----
     const int row = block_row + warp_row + g, col = block_col + warp_col + 2 * t;
 #pragma unroll
     for (int i = 0; i < FM; ++i)

@@ -67,14 +67,14 @@ __global__ void __launch_bounds__(256, 1)
     if (threadIdx.x == 0)
         for (int i = 0; i < STAGES - 1; ++i) load_next();
 
-    // ---- 3. the consumers: both warpgroups, tile after tile ----
+    // The consumers: both warpgroups, tile after tile.
     float d[64] = {};
     int it = 0;  // k-blocks consumed so far by this CTA: slot it % STAGES, phase (it / STAGES) & 1
     for (int tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
         for (int kb = 0; kb < k_tiles; ++kb, ++it) {
             const int s = it % STAGES;
             mbar_wait(&full[s], (it / STAGES) & 1);
-            // ---- 4. multiply: A rows 64w.. (K-major, 128-byte rows), B 64 k × 128 columns (N-major, two 64-column boxes) ----
+            // ---- 3. multiply: A rows 64w.. (K-major, 128-byte rows), B 64 k × 128 columns (N-major, two 64-column boxes) ----
             // A: a k-step of 16 is 32 bytes into each swizzled 128-byte row; 8-row groups 1024 bytes apart.
             // B: a k-step of 16 is 16 rows of 128 bytes; 64-column boxes 8 KB apart, 8-row groups 1024 bytes.
             const unsigned char* a_tile = a_tiles + s * V14_A_BYTES + warpgroup * 64 * 128;
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(256, 1)
                                           smem_desc(b_tile + kk * 16 * 128, V14_B_BYTES / 2, 1024), kb > 0 || kk > 0);
             }
             wgmma_commit();
-            // ---- 5. release: the previous k-block's multiplies are done reading, so its slot can be refilled ----
+            // Release: the previous k-block's multiplies are done reading, so its slot can be refilled.
             wgmma_wait<1>();
             if (kb > 0 && threadIdx.x % 128 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
             if (threadIdx.x == 0) load_next();
@@ -94,7 +94,7 @@ __global__ void __launch_bounds__(256, 1)
         wgmma_wait<0>();
         fence_accumulators(d);
         if (threadIdx.x % 128 == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
-        // ---- 6. write back: fp32 accumulators rounded to the output type, masked at the edges ----
+        // ---- 4. write back: fp32 accumulators rounded to the output type, masked at the edges ----
         store_accumulators<IS_BF16>(d, c, M, N, (tile / tiles_n) * BM + warpgroup * 64, (tile % tiles_n) * BN);
     }
 }

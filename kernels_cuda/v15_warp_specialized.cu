@@ -90,7 +90,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             }
         }
     } else {
-        // ---- 3. the consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127 ----
+        // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
         setmaxnreg_inc<232>();
         float d[128] = {};
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
@@ -108,7 +108,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             for (int kb = 0; kb < k_tiles; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
-                // ---- 4. multiply: as v14, with n = 256 (four 64-column B boxes, 8 KB apart) ----
+                // ---- 3. multiply: as v14, with n = 256 (four 64-column B boxes, 8 KB apart) ----
                 const unsigned char* a_tile = a_tiles + s * V15_A_BYTES + (warpgroup - 1) * 64 * 128;
                 const unsigned char* b_tile = b_tiles + s * V15_B_BYTES;
                 wgmma_fence();
@@ -118,14 +118,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                                               smem_desc(b_tile + kk * 16 * 128, V15_B_BOX_BYTES, 1024), kb > 0 || kk > 0);
                 }
                 wgmma_commit();
-                // ---- 5. release the previous k-block's slot, in every CTA of the cluster ----
+                // Release the previous k-block's slot, in every CTA of the cluster.
                 wgmma_wait<1>();
                 if (kb > 0) release((it - 1) % STAGES);
             }
             wgmma_wait<0>();
             fence_accumulators(d);
             release((it - 1) % STAGES);
-            // ---- 6. write back, while the producer already fills the ring with the next tile ----
+            // ---- 4. write back, while the producer already fills the ring with the next tile ----
             store_accumulators<IS_BF16>(d, c, M, N, tile_m * BM + (warpgroup - 1) * 64, tile_n * BN);
         }
     }

@@ -15,6 +15,7 @@ import torch
 from implementations import _bench, select
 from implementations._check import PRECISIONS
 from implementations._env import set_fp32_matmul
+from tests.helpers import candidate
 
 SHAPES = [(1, 1, 1), (17, 33, 5), (97, 61, 130), (33, 128, 47), (1000, 1531, 777), (2048, 384, 4100), (300, 520, 64)]
 
@@ -28,21 +29,13 @@ def report(label, shape, r, start):
 def check_v15_candidates(large: int) -> int:
     """Every CUDA candidate of v15's search, not only the one it picks."""
     from implementations import v15_warp_specialized as v15
-    from implementations._registry import Prepared
 
     failures = 0
     for dtype in ("bf16", "fp16"):
         for shape in [(1000, 1531, 777), (300, 520, 64), (large,) * 3]:
             for tile in v15.CUDA_CANDIDATES:
                 def prepare(a, b, tile=tile):
-                    c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
-                    refresh, runs = v15.prepare_cuda(a, b, c)
-
-                    def run():
-                        refresh()
-                        return runs[tile]()
-
-                    return Prepared(run, c)
+                    return candidate(a, b, lambda c: v15.launch_tile(a, b, c, tile))
 
                 start = time.perf_counter()
                 r = _bench.measure(rung="v15", name=str(tile), config="", impl="cuda", precision=PRECISIONS[dtype],

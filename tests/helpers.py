@@ -14,19 +14,31 @@ AWKWARD_SHAPES = [(1, 1, 1), (17, 33, 5), (97, 61, 130), (33, 128, 47), (64, 64,
 _seeds = itertools.count(1000)
 
 
-def checked_run(variant, lang, shape, device, **config) -> _bench.Result:
+def checked_run(variant, lang, shape, device, dtype="fp32", **config) -> _bench.Result:
     """Fresh inputs, NaN-poisoned output, one run, normwise check: what compare.py does, minus timing."""
     return _bench.measure(
-        rung=variant.tag, name=variant.name, config=str(config), impl=lang, precision=PRECISIONS["fp32"],
+        rung=variant.tag, name=variant.name, config=str(config), impl=lang, precision=PRECISIONS[dtype],
         shape=shape, device=torch.device(device), seed=next(_seeds),
         prepare=lambda a, b: variant.prepare(lang, a, b, **config), expect_wrong=variant.expect_wrong)
 
 
 def rung_configs(langs=("cuda", "triton")):
-    """(variant, lang, config) for every rung, language and declared config, as pytest params."""
+    """(variant, lang, config, dtype) for every rung, language, declared config and dtype, as pytest params."""
     from implementations import all_variants
 
-    return [(v, lang, dict(c)) for v in all_variants() for lang in langs if getattr(v, lang) for c in v.configs]
+    return [(v, lang, dict(c), d) for v in all_variants() for lang in langs if getattr(v, lang)
+            for c in v.configs for d in v.dtypes]
+
+
+def gpu_skip_reason(variant, lang, dtype) -> str:
+    """Why this GPU cannot run it (compute capability, an sm_90a build), as compare.py says; "" if it can."""
+    from implementations._cli import Task, skip_reason
+
+    return skip_reason(Task(variant, {}, lang, (1, 1, 1)), dtype, torch.device("cuda"))
+
+
+INTERPRETER_BF16 = ("Triton's interpreter computes with numpy, which has no bf16 type: bf16 runs are checked "
+                    "on the GPU only")
 
 
 def param_id(value):

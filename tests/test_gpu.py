@@ -7,7 +7,7 @@ from implementations import _bench, select
 from implementations._check import PRECISIONS, make_inputs, reference
 from implementations._env import set_fp32_matmul
 
-from .helpers import candidate, checked_run, param_id, rung_configs
+from .helpers import candidate, checked_run, gpu_skip_reason, param_id, rung_configs
 
 pytestmark = pytest.mark.gpu
 
@@ -19,15 +19,17 @@ RACE_REPEATS = 5
 
 
 @pytest.mark.parametrize("shape", LARGE_SHAPES, ids=param_id)
-@pytest.mark.parametrize("variant, lang, config", CORRECT, ids=param_id)
-def test_rung_matches_reference_on_large_shapes(variant, lang, config, shape):
-    result = checked_run(variant, lang, shape, "cuda", **config)
+@pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
+def test_rung_matches_reference_on_large_shapes(variant, lang, config, dtype, shape):
+    if gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+    result = checked_run(variant, lang, shape, "cuda", dtype, **config)
     assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
 
 
 @pytest.mark.parametrize("shape", RACE_SHAPES, ids=param_id)
-@pytest.mark.parametrize("variant, lang, config", RACE, ids=param_id)
-def test_the_race_is_caught_every_time(variant, lang, config, shape):
+@pytest.mark.parametrize("variant, lang, config, dtype", RACE, ids=param_id)
+def test_the_race_is_caught_every_time(variant, lang, config, dtype, shape):
     """v04 must be reported wrong on every one of several fresh runs (its docstring says why it shows)."""
     for _ in range(RACE_REPEATS):
         result = checked_run(variant, lang, shape, "cuda", **config)
@@ -128,6 +130,47 @@ def test_every_triton_autotune_config_is_correct(shape):
             shape=shape, device=torch.device("cuda"), seed=7,
             prepare=lambda a, b, config=config: candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
         assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
+def test_every_v15_cuda_candidate_is_correct(shape, dtype):
+    from implementations import v15_warp_specialized as v15
+
+    if gpu_skip_reason(select("15")[0], "cuda", dtype):
+        pytest.skip(gpu_skip_reason(select("15")[0], "cuda", dtype))
+    for tile in v15.CUDA_CANDIDATES:
+        result = _bench.measure(
+            rung="v15", name="warp_specialized", config=str(tile), impl="cuda", precision=PRECISIONS[dtype],
+            shape=shape, device=torch.device("cuda"), seed=15,
+            prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v15.launch_tile(a, b, c, tile)))
+        assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
+
+
+@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
+def test_every_v15_triton_config_is_correct_on_the_gpu(shape):
+    from implementations import v15_warp_specialized as v15
+
+    if torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("tensor descriptors (TMA) need compute capability 9.0")
+    for config in v15.TRITON_CONFIGS:
+        result = _bench.measure(
+            rung="v15", name="warp_specialized", config=v15.describe(config), impl="triton",
+            precision=PRECISIONS["bf16"], shape=shape, device=torch.device("cuda"), seed=15,
+            prepare=lambda a, b, config=config: candidate(a, b, lambda c: v15.launch_config(a, b, c, config)))
+        assert result.status == _bench.STATUS_OK, (v15.describe(config), result.error, result.bound, result.note)
+
+
+def test_triton_tma_rung_compiles_to_wgmma_and_bulk_tensor_copies():
+    """What v14's Triton side relies on the compiler for: TMA copies and wgmma in its PTX."""
+    from implementations import v14_wgmma_tma as v14
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("wgmma is Hopper's (sm_90a)")
+    a = torch.randn(512, 512, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty(512, 512, device="cuda", dtype=torch.bfloat16)
+    ptx = v14.wgmma_tma_triton(a, a, c)().asm["ptx"]
+    assert "wgmma.mma_async" in ptx and "cp.async.bulk.tensor" in ptx
 
 
 def test_autotuned_rungs_report_their_choice():

@@ -9,23 +9,30 @@ import pytest
 from implementations import _bench
 from implementations._check import PRECISIONS
 
-from .helpers import AWKWARD_SHAPES, candidate, checked_run, param_id, rung_configs
+from .helpers import (AWKWARD_SHAPES, INTERPRETER_BF16, candidate, checked_run, gpu_skip_reason, param_id,
+                      rung_configs)
 
 CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
 
 
 @pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
-@pytest.mark.parametrize("variant, lang, config", [p for p in CORRECT if p[1] == "triton"], ids=param_id)
-def test_triton_rung_matches_reference(variant, lang, config, shape, device):
-    result = checked_run(variant, lang, shape, device, **config)
+@pytest.mark.parametrize("variant, lang, config, dtype", [p for p in CORRECT if p[1] == "triton"], ids=param_id)
+def test_triton_rung_matches_reference(variant, lang, config, dtype, shape, device):
+    if device.type == "cpu" and dtype == "bf16":
+        pytest.skip(INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+    result = checked_run(variant, lang, shape, device, dtype, **config)
     assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
-@pytest.mark.parametrize("variant, lang, config", [p for p in CORRECT if p[1] == "cuda"], ids=param_id)
-def test_cuda_rung_matches_reference(variant, lang, config, shape):
-    result = checked_run(variant, lang, shape, "cuda", **config)
+@pytest.mark.parametrize("variant, lang, config, dtype", [p for p in CORRECT if p[1] == "cuda"], ids=param_id)
+def test_cuda_rung_matches_reference(variant, lang, config, dtype, shape):
+    if gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+    result = checked_run(variant, lang, shape, "cuda", dtype, **config)
     assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
 
 
@@ -53,3 +60,16 @@ def test_every_triton_autotune_config_matches_reference(shape, device):
             shape=shape, device=device, seed=11,
             prepare=lambda a, b, config=config: candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
         assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
+
+
+@pytest.mark.parametrize("shape", [*AWKWARD_SHAPES, (300, 600, 70)], ids=param_id)
+def test_every_v15_triton_config_matches_reference(shape, device):
+    """v15's Triton search may pick any of its configs on some GPU: all of them are checked here."""
+    from implementations import v15_warp_specialized as v15
+
+    for config in v15.TRITON_CONFIGS:
+        result = _bench.measure(
+            rung="v15", name="warp_specialized", config=v15.describe(config), impl="triton",
+            precision=PRECISIONS["fp16"], shape=shape, device=device, seed=15,
+            prepare=lambda a, b, config=config: candidate(a, b, lambda c: v15.launch_config(a, b, c, config)))
+        assert result.status == _bench.STATUS_OK, (v15.describe(config), result.error, result.bound, result.note)
