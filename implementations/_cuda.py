@@ -369,7 +369,8 @@ def compile_report(source: CudaSource, arch: str) -> tuple[PtxasReport, ...]:
         addresses = ", ".join(f"(void*)&{k}" for k in source.kernels)
         wrapper.write_text(f'#include "{source.path}"\nvoid* const tvc_kernels[] = {{{addresses}}};\n')
         target = arch.removeprefix("sm_")
-        cmd = [nvcc, "-cubin", f"-gencode=arch=compute_{target},code=sm_{target}", *COMPILE_OPTIONS, "-Xptxas", "-v", "-diag-suppress", "177",
+        cmd = [nvcc, "-cubin", f"-gencode=arch=compute_{target},code=sm_{target}", *COMPILE_OPTIONS,
+               "-Xptxas", "-v", "-diag-suppress", "177",
                "-o", str(Path(tmp) / "out.cubin"), str(wrapper)]
         start = time.perf_counter()
         proc = subprocess.run(cmd, capture_output=True, text=True)

@@ -14,15 +14,15 @@ tiles blockIdx.x, + gridDim.x, ..., so the copies of the next tile start while t
 
 CUDA C and Triton side by side:
 
-| concept               | CUDA C (kernels_cuda/v14_wgmma_tma.cu + hopper.cuh) | Triton (below)                           |
-|-----------------------|-----------------------------------------------------|------------------------------------------|
-| tensor map            | cuTensorMapEncodeTiled on the host (cuda-python),   | `TensorDescriptor.from_tensor(a, block)`  |
-|                       | passed as a `__grid_constant__` parameter           | (the same CUtensorMap, built by Triton)  |
-| tile copy             | `cp.async.bulk.tensor.2d` + mbarrier expect_tx      | `a_desc.load([row, k])`                  |
-| slots and phases      | full/empty mbarriers, parity per pass, by hand      | `num_stages`: the pipeliner allocates them |
-| the product           | `wgmma.mma_async` m64n128k16, smem descriptors      | `tl.dot` (lowered to wgmma)              |
-| operand layouts       | A K-major, B N-major (imm-trans-b), 128-byte swizzle| chosen by the compiler                   |
-| persistent grid       | min(SMs, tiles) CTAs, `tile += gridDim.x`           | min(SMs, tiles) programs, `tl.num_programs` |
+| concept | CUDA C (kernels_cuda/v14_wgmma_tma.cu + hopper.cuh) | Triton (below) |
+|---|---|---|
+| tensor map | cuTensorMapEncodeTiled on the host (cuda-python), | `TensorDescriptor.from_tensor(a, block)` |
+|  | passed as a `__grid_constant__` parameter | (the same CUtensorMap, built by Triton) |
+| tile copy | `cp.async.bulk.tensor.2d` + mbarrier expect_tx | `a_desc.load([row, k])` |
+| slots and phases | full/empty mbarriers, parity per pass, by hand | `num_stages`: the pipeliner allocates them |
+| the product | `wgmma.mma_async` m64n128k16, smem descriptors | `tl.dot` (lowered to wgmma) |
+| operand layouts | A K-major, B N-major (imm-trans-b), 128-byte swizzle | chosen by the compiler |
+| persistent grid | min(SMs, tiles) CTAs, `tile += gridDim.x` | min(SMs, tiles) programs, `tl.num_programs` |
 
 TMA needs 16-byte aligned row pitches: when K or N is not a multiple of 8 (16-bit elements), both
 sides copy A and B once per call into zero-padded buffers (inside the timed call: it is part of the
