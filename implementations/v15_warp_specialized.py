@@ -54,13 +54,14 @@ import numpy as np
 import torch
 import triton
 from triton.runtime.interpreter import InterpretedFunction
+from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ._cuda import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
 from ._cuda import cupy as kernel_cupy
 from ._registry import TunedRun, Variant
 from .v11_autotuned import search_fastest
-from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, programs, sm_count, tma_operands, tma_persistent_kernel,
-                            zero_product)
+from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands,
+                            tma_persistent_kernel, zero_product)
 
 BM, BN, BK = 128, 256, 64
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -204,8 +205,6 @@ def describe(config: triton.Config) -> str:
 
 def launch_config(a, b, c, config: triton.Config):
     """One Triton config, without the search (the interpreter's path; the tests check each config)."""
-    from .v14_wgmma_tma import launch_tma_persistent
-
     return launch_tma_persistent(a, b, c, **config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
@@ -216,8 +215,6 @@ def warp_specialized_triton(a, b, c):
         first = TRITON_CONFIGS[0]
         note = f"{describe(first)} (interpreter: first config, untimed)"
         return TunedRun(launch_config(a, b, c, first), lambda: note)
-    from triton.tools.tensor_descriptor import TensorDescriptor
-
     a_t, b_t, refresh = tma_operands(a, b)
     a_desc = TensorDescriptor.from_tensor(a_t, [BM, BK])  # boxes reset per config by _set_boxes
     b_desc = TensorDescriptor.from_tensor(b_t, [BK, BN])
