@@ -5,6 +5,7 @@ checks it against the float64 reference; only a result that passed is timed. Tim
 `do_bench` (CUDA events around each call, the L2 flushed before each call by zeroing a 256 MB
 buffer, warm-up first) or `do_bench_cudagraph` (many calls captured in one CUDA graph, for sizes
 where launch overhead would dominate), and keeps every sample so the median comes with its spread.
+The CPU baseline (torch on the host) is timed with the wall clock, one call after another.
 """
 
 from __future__ import annotations
@@ -19,12 +20,15 @@ import torch
 
 from ._check import Precision, compare, make_inputs, poison, reference
 from ._registry import Prepared, TunedRun
+from ._traffic import predicted_bytes
+from ._validate import Refused
 
 STATUS_OK = "ok"
 STATUS_WRONG = "WRONG"
 STATUS_EXPECTED_WRONG = "WRONG (expected)"
 STATUS_RACE_HID = "ok (expected WRONG: did not show)"
 STATUS_ERROR = "error"
+STATUS_REFUSED = "refused"  # a launch shape or config the rung cannot take, with the stated limit
 STATUS_SKIPPED = "skipped"
 
 
@@ -62,6 +66,9 @@ class Result:
     timing: str = ""
     tflops: float | None = None
     pct_cublas: float | None = None
+    speedup_cpu: float | None = None  # the CPU baseline's time over this one's
+    tile: str = ""  # BMxBN: the block tile behind traffic_bytes
+    traffic_bytes: int | None = None  # global traffic the tile implies (_traffic.py)
     registers: int | None = None
     smem_bytes: int | None = None
     local_bytes: int | None = None
@@ -100,8 +107,10 @@ def _wall(fn: Callable[[], object], device: torch.device) -> tuple[object, float
     return out, time.perf_counter() - start
 
 
-def time_ms(fn: Callable[[], object], options: TimingOptions) -> list[float]:
-    """Every timed sample of fn in ms (GPU only)."""
+def time_ms(fn: Callable[[], object], options: TimingOptions, device: torch.device) -> list[float]:
+    """Every timed sample of fn in ms: CUDA events on a GPU, the wall clock for the CPU baseline."""
+    if device.type != "cuda":
+        return time_cpu_ms(fn, options)
     from triton.testing import do_bench, do_bench_cudagraph
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -115,6 +124,29 @@ def time_ms(fn: Callable[[], object], options: TimingOptions) -> list[float]:
     return list(do_bench(fn, warmup=options.warmup_ms, rep=rep, return_mode="all"))
 
 
+def time_cpu_ms(fn: Callable[[], object], options: TimingOptions) -> list[float]:
+    """Wall-clock samples of fn, one call after another, after one warm-up call: at least min_runs of
+    them and at least rep_ms in all. No cache flush: torch's CPU matmul is compute-bound at these sizes."""
+    fn()
+    samples: list[float] = []
+    while len(samples) < options.min_runs or sum(samples) < options.rep_ms:
+        start = time.perf_counter()
+        fn()
+        samples.append(1e3 * (time.perf_counter() - start))
+    return samples
+
+
+def copy_bandwidth(device: torch.device, nbytes: int = 2**30) -> float:
+    """Device-memory bandwidth in GB/s (bytes read + bytes written) of a large tensor copy: the
+    roofline's memory ceiling, measured with the same timer as the kernels."""
+    from triton.testing import do_bench
+
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).normal_()
+    dst = torch.empty_like(src)
+    ms = do_bench(lambda: dst.copy_(src), warmup=25, rep=200, return_mode="median")
+    return 2 * nbytes / (ms * 1e-3) / 1e9
+
+
 def _one_line(exc: Exception) -> str:
     text = f"{type(exc).__name__}: {exc}".strip()
     return text.splitlines()[0] if text else type(exc).__name__
@@ -124,8 +156,13 @@ def measure(
     *, rung: str, name: str, config: str, impl: str, precision: Precision, shape: tuple[int, int, int],
     device: torch.device, seed: int, prepare: Callable[[torch.Tensor, torch.Tensor], Prepared],
     expect_wrong: str = "", timing: TimingOptions | None = None, cublas_ms: float | None = None,
+    cpu_ms: float | None = None, tile_of: Callable[[Callable], tuple[int, int] | None] | None = None,
 ) -> Result:
-    """Check one implementation on fresh inputs and, if it passed, time it."""
+    """Check one implementation on fresh inputs and, if it passed, time it.
+
+    `tile_of(run)`: the block tile the prepared run computes with (asked after the first call, when an
+    autotuned run has chosen), for the traffic model.
+    """
     M, N, K = shape
     result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed)
     try:
@@ -133,13 +170,20 @@ def measure(
         prepared = prepare(a, b)
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
-        outcome = compare(prepared.out, reference(a, b), precision.bound(K))
+        outcome = compare(prepared.out.to(a.device), reference(a, b), precision.bound(K))
         if device.type == "cuda":  # the first call compiled (or loaded from disk cache) and ran; this one only runs
             _, second_s = _wall(prepared.run, device)
             result.compile_s = max(first_s - second_s, 0.0)
-    except Exception as exc:  # bad input, a refused launch, a compile or CUDA error: record it, go on
+        tile = tile_of(prepared.run) if tile_of else None
+    except Refused as exc:  # the rung's stated limit (threads per block, block sides, grid): not a failure
+        result.status, result.note = STATUS_REFUSED, _one_line(exc)
+        return result
+    except Exception as exc:  # bad input, a compile or CUDA error: record it, go on
         result.status, result.note = STATUS_ERROR, _one_line(exc)
         return result
+    if tile:
+        result.tile = f"{tile[0]}x{tile[1]}"
+        result.traffic_bytes = predicted_bytes(M, N, K, tile, a.element_size(), prepared.out.element_size())
     result.error, result.bound, result.unwritten = outcome.error, outcome.bound, outcome.unwritten
     for key, value in kernel_resources(kernel).items():
         setattr(result, key, value)
@@ -159,7 +203,7 @@ def measure(
     result.status = STATUS_OK
     if timing is not None:
         try:
-            samples = np.asarray(time_ms(prepared.run, timing))
+            samples = np.asarray(time_ms(prepared.run, timing, prepared.out.device))
         except Exception as exc:
             result.status, result.note = STATUS_ERROR, f"checked ok, then timing failed: {_one_line(exc)}"
             return result
@@ -169,6 +213,8 @@ def measure(
         result.tflops = 2.0 * M * N * K / (result.ms * 1e-3) / 1e12 if result.ms > 0 else math.inf
         if cublas_ms:
             result.pct_cublas = 100.0 * cublas_ms / result.ms
+        if cpu_ms:
+            result.speedup_cpu = cpu_ms / result.ms
     return result
 
 
@@ -180,3 +226,22 @@ def cublas_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:
         torch.matmul(a, b, out=c)
 
     return Prepared(run, c)
+
+
+def cpu_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:
+    """The CPU baseline: torch.matmul on host copies of the operands (copied here, not in the timed call)."""
+    return cublas_prepare(a.cpu(), b.cpu())
+
+
+def cpu_seconds_estimate(M: int, N: int, K: int, precision: Precision, probe: int = 512) -> float:
+    """How long one CPU matmul of this size would take, from a timed probe at probe³ (cached per dtype)."""
+    if precision.name not in _cpu_flops:
+        a, b = make_inputs(probe, probe, probe, precision, "cpu", 0)
+        torch.matmul(a, b)
+        start = time.perf_counter()
+        torch.matmul(a, b)
+        _cpu_flops[precision.name] = 2.0 * probe**3 / max(time.perf_counter() - start, 1e-9)
+    return 2.0 * M * N * K / _cpu_flops[precision.name]
+
+
+_cpu_flops: dict[str, float] = {}

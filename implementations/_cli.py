@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Iterator
@@ -14,13 +15,15 @@ import torch
 from tabulate import tabulate
 from tqdm import tqdm
 
-from . import _bench, _cuda, _report
+from . import _bench, _cuda, _plots, _report
 from ._check import PRECISIONS
 from ._env import end_of_run, environment, set_fp32_matmul
 from ._registry import LANGS, Variant, all_variants, config_label, select
+from ._traffic import run_tile
 
-IMPLS = ("cuda", "triton", "cublas")
+IMPLS = ("cuda", "triton", "cublas", "cpu")
 DEFAULT_GPU_SIZES = "4096"
+DEFAULT_CPU_LIMIT_S = 2.0  # the CPU baseline runs at the sizes where one call is estimated to take this long at most
 DEFAULT_CPU_SIZES = "17x33x5,97x61x130"
 COLD_CACHES = {"CUPY_CACHE_IN_MEMORY": "1", "TRITON_ALWAYS_COMPILE": "1"}  # compile afresh, not from disk
 INTERPRETER_COMFORT = 256  # the interpreter runs one program at a time: larger sizes take minutes
@@ -31,6 +34,8 @@ examples:
   python compare.py --rungs 2-3 --sizes 1024,2048x512x4096
   python compare.py --impl triton,cublas --timing graph --sizes 256,512
   python compare.py --list
+  python compare.py --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --plots out/
+  python compare.py --rungs 11,15 --sizes 256,512,1024,2048,4096,8192 --json out/sweep.json --plots out/
   python compare.py --csv out/ladder.csv --json out/ladder.json --markdown out/ladder.md
 
 Without a CUDA device it verifies the Triton rungs in Triton's interpreter on small shapes and prints
@@ -70,6 +75,33 @@ def parse_impls(text: str) -> tuple[str, ...]:
     return impls
 
 
+def parse_sweep(text: str) -> tuple[str, tuple[int, ...]]:
+    """"TILE=8,16,32,64": a config parameter and the values to try."""
+    name, eq, values = text.partition("=")
+    try:
+        parsed = tuple(int(v) for v in values.split(",") if v.strip())
+    except ValueError:
+        parsed = ()
+    if not eq or not name.strip().isidentifier() or not parsed:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a config parameter and integer values, e.g. TILE=8,16,32,64")
+    return name.strip(), parsed
+
+
+def sweep_configs(variants: list[Variant], name: str, values: tuple[int, ...]) -> list[Variant]:
+    """The rungs whose configs have parameter `name`, each config repeated with every value of it."""
+    swept = []
+    for v in variants:
+        bases = [c for c in v.configs if name in c]
+        if bases:
+            configs = {tuple({**c, name: x}.items()): None for c in bases for x in values}
+            swept.append(dataclasses.replace(v, configs=tuple(dict(c) for c in configs)))
+    if not swept:
+        having = sorted({k for v in all_variants() for c in v.configs for k in c})
+        raise SystemExit(f"--sweep {name}: none of the chosen rungs has a config parameter {name!r}; "
+                         f"parameters: {', '.join(having)}")
+    return swept
+
+
 def parse_rungs(text: str) -> list[Variant]:
     try:
         return select(text)
@@ -83,7 +115,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rungs", type=parse_rungs, default=None, metavar="SPEC",
                    help='rungs by number, name or range: "3", "v03", "smem_tiling", "1-3", "1,3-4" (default: all)')
     p.add_argument("--impl", type=parse_impls, default=IMPLS, metavar="LIST",
-                   help="comma-separated: cuda, triton, cublas (default: all three)")
+                   help="comma-separated: cuda, triton, cublas, cpu (torch on the host, the baseline the GPU "
+                        "speedup is taken over) (default: all four)")
     p.add_argument("--sizes", type=parse_sizes, default=None, metavar="LIST",
                    help=f"N for N³ or MxNxK, comma-separated (default: {DEFAULT_GPU_SIZES} on a GPU, "
                         f"{DEFAULT_CPU_SIZES} in the interpreter)")
@@ -97,6 +130,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rep", type=positive(float), default=200.0, metavar="MS", help="timed time per measurement (ms)")
     p.add_argument("--min-runs", type=positive(int), default=10, metavar="N",
                    help="timed calls at least, however slow the kernel (default 10)")
+    p.add_argument("--cpu-limit", type=positive(float), default=DEFAULT_CPU_LIMIT_S, metavar="S",
+                   help="run the CPU baseline only at sizes where one call is estimated (from a 512³ probe) "
+                        f"to take at most S seconds (default {DEFAULT_CPU_LIMIT_S})")
+    p.add_argument("--sweep", type=parse_sweep, metavar="NAME=V,...",
+                   help="try every value of one config parameter on the rungs that have it, e.g. TILE=8,16,32,64 "
+                        "(v03's tile exercise: 64 is refused with the reason); tabulated, and plotted with --plots")
+    p.add_argument("--plots", metavar="DIR",
+                   help="write PNG plots: the ladder as %% of cuBLAS, a roofline under the ceilings measured in "
+                        "this run, TFLOP/s against size (more than one size), the --sweep result")
     p.add_argument("--seed", type=int, default=None, help="base seed of the random inputs (default: random, printed)")
     p.add_argument("--csv", metavar="PATH", help="write every result as a CSV row as it is measured")
     p.add_argument("--json", metavar="PATH", help="keep a JSON document (environment + results) current")
@@ -129,23 +171,33 @@ class Task:
     def label(self) -> str:
         size = "x".join(map(str, self.shape))
         if self.variant is None:
-            return f"cuBLAS {size}"
+            return f"{BASELINES[self.impl][0]} {size}"
         return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
 
 
+BASELINES = {"cpu": ("CPU", "torch.matmul on the host"), "cublas": ("cuBLAS", "torch.matmul")}  # rung, name
+
+
 def plan(variants: list[Variant], impls: tuple[str, ...], sizes) -> Iterator[Task]:
+    """Per size: the baselines first (the rungs' ratios need them), then every rung, config and language."""
     for shape in sizes:
-        if "cublas" in impls:
-            yield Task(None, {}, "cublas", shape)
+        for impl in BASELINES:
+            if impl in impls:
+                yield Task(None, {}, impl, shape)
         for v in variants:
             for config in v.configs:
                 for impl in impls:
-                    if impl != "cublas":
+                    if impl not in BASELINES:
                         yield Task(v, dict(config), impl, shape)
 
 
-def skip_reason(task: Task, dtype: str, device: torch.device) -> str:
+def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:
     v = task.variant
+    if task.impl == "cpu":
+        seconds = _bench.cpu_seconds_estimate(*task.shape, PRECISIONS[dtype])
+        if seconds > cpu_limit_s:
+            return f"one CPU call would take about {seconds:.0f} s (--cpu-limit {cpu_limit_s:g})"
+        return ""
     if v is None:
         return ""
     if getattr(v, task.impl) is None:
@@ -162,22 +214,25 @@ def skip_reason(task: Task, dtype: str, device: torch.device) -> str:
 
 
 def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: torch.device, seed: int,
-              timing: _bench.TimingOptions | None) -> None:
+              timing: _bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> None:
     precision = PRECISIONS[dtype]
-    cublas_ms: dict[tuple[int, int, int], float] = {}
+    baseline_ms: dict[tuple[str, tuple[int, int, int]], float] = {}
     bar = tqdm(total=len(tasks), file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
     for i, task in enumerate(tasks):
         bar.set_description(task.label)
         v = task.variant
-        reason = skip_reason(task, dtype, device)
+        ratios = {"cublas_ms": baseline_ms.get(("cublas", task.shape)), "cpu_ms": baseline_ms.get(("cpu", task.shape))}
+        reason = skip_reason(task, dtype, device, cpu_limit_s)
+        rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
         if reason:
-            result = _bench.Result(v.tag, v.name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
+            result = _bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
         elif v is None:
+            prepare = _bench.cpu_prepare if task.impl == "cpu" else _bench.cublas_prepare
             result = _bench.measure(
-                rung="cuBLAS", name="torch.matmul", config="", impl="cublas", precision=precision,
-                shape=task.shape, device=device, seed=seed + i, prepare=_bench.cublas_prepare, timing=timing)
+                rung=rung, name=name, config="", impl=task.impl, precision=precision, shape=task.shape, device=device,
+                seed=seed + i, prepare=prepare, timing=timing, **(ratios if task.impl == "cublas" else {}))
             if result.ms:
-                cublas_ms[task.shape] = result.ms
+                baseline_ms[task.impl, task.shape] = result.ms
         else:
             def prepare(a, b, v=v, task=task):
                 return v.prepare(task.impl, a, b, **task.config)
@@ -185,7 +240,7 @@ def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: 
             result = _bench.measure(
                 rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
                 shape=task.shape, device=device, seed=seed + i, prepare=prepare, expect_wrong=v.expect_wrong,
-                timing=timing, cublas_ms=cublas_ms.get(task.shape))
+                timing=timing, tile_of=lambda run, v=v, task=task: run_tile(v, task.config, run), **ratios)
         log.add(result)
         bar.update()
         timed = f" {result.ms:.3f} ms" if result.ms is not None else ""
@@ -243,6 +298,8 @@ def main(argv: list[str] | None = None) -> int:
         print(list_rungs())
         return 0
     variants = args.rungs if args.rungs is not None else select()
+    if args.sweep:
+        variants = sweep_configs([v for v in variants if args.rungs is not None or not v.expect_wrong], *args.sweep)
     gpu = torch.cuda.is_available()
     if not gpu and not all(v.triton_interpreted for v in variants if v.triton):
         print("No CUDA device, and Triton was imported in compiled mode: set TRITON_INTERPRET=1 before the "
@@ -253,6 +310,8 @@ def main(argv: list[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
     fp32_mode = set_fp32_matmul(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
     env = environment(device)
+    if gpu:
+        env["copy bandwidth"] = f"{_bench.copy_bandwidth(device):.0f} GB/s (read + write, 1 GiB torch copy)"
     env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "seed": str(seed),
                 "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
                 "timing": timing_description(args) if gpu else "none",
@@ -272,7 +331,8 @@ def main(argv: list[str] | None = None) -> int:
     compile_failures = 0
     try:
         with caches:
-            run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing)
+            run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing,
+                      cpu_limit_s=args.cpu_limit)
         if gpu:
             log.update_environment(end_of_run(device))
         elif "cuda" in args.impl:
@@ -284,6 +344,12 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         log.close()
     print_results(log, gpu)
+    if args.sweep:
+        print(f"\n--sweep {args.sweep[0]}")
+        print(_report.sweep_table(log.results, args.sweep[0]))
+    if args.plots:
+        written = _plots.write_all(log.document(), args.plots, sweep=args.sweep[0] if args.sweep else None)
+        print("\nplots: " + (", ".join(map(str, written)) or "none (nothing was timed)"))
     failed = [r for r in log.results if r.status in (_bench.STATUS_WRONG, _bench.STATUS_ERROR)]
     if failed:
         print(f"\n{len(failed)} result(s) failed: " + ", ".join(f"{r.rung} {r.config} {r.impl}" for r in failed))

@@ -28,6 +28,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from ._validate import Refused
+
 KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels_cuda"
 # The one place compile options live, for NVRTC (GPU runs) and nvcc (CPU reports) alike. No
 # fast-math: the fp32 rungs are compared with IEEE fp32 cuBLAS.
@@ -181,7 +183,7 @@ def check_launch_shape(grid: tuple[int, ...], block: tuple[int, ...]) -> None:
     threads = math.prod(block)
     if threads > MAX_THREADS_PER_BLOCK:
         dims = "×".join(map(str, block))
-        raise ValueError(
+        raise Refused(
             f"a block of {dims} = {threads} threads cannot launch: CUDA allows at most "
             f"{MAX_THREADS_PER_BLOCK} threads per block"
         )
@@ -192,7 +194,7 @@ def check_grid(grid: tuple[int, ...]) -> None:
     """Grid limits are the same for CUDA blocks and Triton programs: x < 2^31, y and z <= 65535."""
     for axis, (size, limit) in enumerate(zip(grid, MAX_GRID)):
         if not 1 <= size <= limit:
-            raise ValueError(
+            raise Refused(
                 f"grid dimension {'xyz'[axis]} = {size:,} is outside CUDA's limit of 1..{limit:,}: "
                 "the matrix is too large along that axis for this kernel's launch shape"
             )

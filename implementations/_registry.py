@@ -41,6 +41,7 @@ class TunedRun:
 
     launch: Callable[[], Any]
     chosen: Callable[[], str]
+    tile: Callable[[], tuple[int, int]] | None = None  # the chosen BM×BN block tile (for the traffic model)
 
     def __call__(self):
         return self.launch()
@@ -64,6 +65,9 @@ class Variant:
     configs: tuple[Mapping[str, int], ...] = ({},)
     expect_wrong: str = ""  # non-empty for a rung broken on purpose: why it is wrong
     min_cc: tuple[int, int] = (7, 0)
+    # The BM×BN tile of C one block computes, when no config says it (configs with BM/BN or TILE do,
+    # autotuned runs report theirs): the roofline's traffic model (_traffic.py). (1, 1): no reuse.
+    tile: tuple[int, int] | None = None
 
     def __post_init__(self):
         match = RUNG_MODULE.fullmatch(self.stem)

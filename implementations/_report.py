@@ -61,18 +61,20 @@ def _drop_empty_columns(header: list[str], body: list[list[str]]) -> tuple[list[
 
 
 def ladder_table(results: list[Result], fmt: str = "simple") -> str:
-    """One row per rung and config, CUDA C beside Triton, cuBLAS first (its figures in the CUDA columns)."""
-    header = ["rung", "config", "CUDA ms", "CUDA TFLOP/s", "CUDA %cuBLAS", "CUDA check",
-              "Triton ms", "Triton TFLOP/s", "Triton %cuBLAS", "Triton check"]
+    """One row per rung and config, CUDA C beside Triton; the CPU and cuBLAS baselines first, their
+    figures in the CUDA columns. ×CPU: the CPU baseline's time over the row's."""
+    header = ["rung", "config", "CUDA ms", "CUDA TFLOP/s", "CUDA %cuBLAS", "CUDA ×CPU", "CUDA check",
+              "Triton ms", "Triton TFLOP/s", "Triton %cuBLAS", "Triton ×CPU", "Triton check"]
     body = []
     for (rung, name, config), by_impl in _rows_by_rung(results).items():
         row = [f"{rung} {name}", config]
         for impl in ("cuda", "triton"):
-            r = by_impl.get(impl, by_impl.get("cublas") if impl == "cuda" else None)
+            r = by_impl.get(impl, (by_impl.get("cublas") or by_impl.get("cpu")) if impl == "cuda" else None)
             if r is None:
-                row += ["", "", "", ""]
+                row += ["", "", "", "", ""]
             else:
-                row += [_ms(r), _num(r.tflops, ".2f"), _num(r.pct_cublas, ".1f"), _check(r)]
+                row += [_ms(r), _num(r.tflops, ".2f"), _num(r.pct_cublas, ".1f"), _num(r.speedup_cpu, ",.0f"),
+                        _check(r)]
         body.append(row)
     header, body = _drop_empty_columns(header, body)
     return tabulate(body, header, tablefmt=fmt, disable_numparse=True)
@@ -84,7 +86,7 @@ def kernel_table(results: list[Result], fmt: str = "simple") -> str:
               "Triton regs", "Triton smem B", "Triton local B", "Triton compile s"]
     body = []
     for (rung, name, config), by_impl in _rows_by_rung(results).items():
-        if "cublas" in by_impl:
+        if "cublas" in by_impl or "cpu" in by_impl:
             continue
         row = [f"{rung} {name}", config]
         for impl in ("cuda", "triton"):
@@ -106,6 +108,37 @@ def notes_table(results: list[Result], fmt: str = "simple") -> str:
             seen.setdefault(r.note, []).append(f"{r.rung} {r.config} {r.impl}".replace("  ", " ").strip())
     body = [[", ".join(sorted(set(who))), note] for note, who in seen.items()]
     return tabulate(body, ["where", "note"], tablefmt=fmt) if body else ""
+
+
+def config_values(config: str) -> dict[str, str]:
+    """A config label ("BM=128 BN=64") back into its parameters."""
+    return dict(part.split("=", 1) for part in config.split() if "=" in part)
+
+
+def sweep_table(results: list[Result], name: str, fmt: str = "simple") -> str:
+    """One row per size, rung and value of the swept parameter: each language's time, % of cuBLAS or
+    why it did not run (a refusal states the limit)."""
+    body = []
+    rows: dict[tuple, dict[str, Result]] = {}
+    for r in results:
+        value = config_values(r.config).get(name)
+        if value is not None:
+            rows.setdefault((r.size, r.dtype, f"{r.rung} {r.name}", int(value)), {})[r.impl] = r
+    for (size, dtype, rung, value), by_impl in rows.items():
+        row = [f"{size} {dtype}", rung, f"{name}={value}"]
+        for impl in ("cuda", "triton"):
+            r = by_impl.get(impl)
+            if r is None:
+                row += ["", "", ""]
+            elif r.ms is None:
+                row += [r.status, "", r.note]
+            else:
+                row += [_ms(r), _num(r.pct_cublas, ".1f"), ""]
+        body.append(row)
+    header = ["size", "rung", "value", "CUDA ms", "CUDA %cuBLAS", "CUDA note", "Triton ms", "Triton %cuBLAS",
+              "Triton note"]
+    header, body = _drop_empty_columns(header, body)
+    return tabulate(body, header, tablefmt=fmt, disable_numparse=True, maxcolwidths=60)
 
 
 def compile_table(reports: list[tuple[str, PtxasReport]], fmt: str = "simple") -> str:
@@ -182,6 +215,11 @@ class ResultLog:
             parts += ["## nvcc compile report", "", compile_table(self.compile_reports, "github"), ""]
         return "\n".join(parts)
 
+    def document(self) -> dict:
+        """What the JSON file holds: the environment, every result, the compile reports."""
+        return {"environment": self.env, "results": [r.record() for r in self.results],
+                "compile_reports": [{"rung": rung, **asdict(r)} for rung, r in self.compile_reports]}
+
     def _write_documents(self) -> None:
         for path in (self.json_path, self.markdown_path):
             if path:
@@ -189,8 +227,6 @@ class ResultLog:
         if self.csv_path:
             _replace(self.csv_env_path, json.dumps(self.env, indent=1))
         if self.json_path:
-            doc = {"environment": self.env, "results": [r.record() for r in self.results],
-                   "compile_reports": [{"rung": rung, **asdict(r)} for rung, r in self.compile_reports]}
-            _replace(self.json_path, json.dumps(doc, indent=1))
+            _replace(self.json_path, json.dumps(self.document(), indent=1))
         if self.markdown_path:
             _replace(self.markdown_path, self.markdown())

@@ -6,7 +6,7 @@ import inspect
 
 import triton
 
-from ._validate import check_tile
+from ._validate import Refused, check_tile
 
 
 def check_blocks(**sides: int) -> None:
@@ -14,7 +14,7 @@ def check_blocks(**sides: int) -> None:
     for name, value in sides.items():
         check_tile(value)
         if value < 16 or value & (value - 1):
-            raise ValueError(f"{name}={value}: Triton's tl.dot needs power-of-two block sides of at least 16")
+            raise Refused(f"{name}={value}: Triton's tl.dot needs power-of-two block sides of at least 16")
 
 
 def warps_for(threads: int) -> int:

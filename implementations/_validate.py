@@ -12,6 +12,11 @@ INT32_MAX = 2**31 - 1
 MAX_TILE_OVERRUN = 1024
 
 
+class Refused(ValueError):
+    """A launch or config the kernel cannot take (too many threads per block, a block side tl.dot refuses,
+    a grid past CUDA's limits): a stated limit of the rung, reported as refused rather than failed."""
+
+
 def check_operands(
     a, b, *, dtypes: Iterable[torch.dtype], lang: str, triton_on_cpu: bool = False
 ) -> tuple[int, int, int]:

@@ -139,7 +139,7 @@ def autotuned_cuda(a, b, c):
         return (f"{best}, {times[best]:.3f} ms; runner-up {ranked[1]} {times[ranked[1]]:.3f} ms; "
                 f"row-major order {times[CUDA_CANDIDATES[1]]:.3f} ms ({len(times)} candidates, {seconds:.1f} s)")
 
-    return TunedRun(launch, chosen)
+    return TunedRun(launch, chosen, lambda: (_cuda_choices[key][0].BM, _cuda_choices[key][0].BN))
 
 
 # ---- Triton kernel and launcher -----------------------------------------------------------------------
@@ -203,6 +203,10 @@ def launch_config(a, b, c, config: triton.Config):
     )
 
 
+def block_of(config: triton.Config) -> tuple[int, int]:
+    return config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
+
+
 def describe(config: triton.Config) -> str:
     knobs = " ".join(f"{k}={v}" for k, v in config.kwargs.items())
     return f"{knobs} num_warps={config.num_warps} num_stages={config.num_stages}"
@@ -215,12 +219,13 @@ def autotuned_triton(a, b, c):
     if isinstance(autotuned_kernel, InterpretedFunction):
         first = TRITON_CONFIGS[0]
         note = f"{describe(first)} (interpreter: first config, untimed)"
-        return TunedRun(launch_config(a, b, c, first), lambda: note)
+        return TunedRun(launch_config(a, b, c, first), lambda: note, lambda: block_of(first))
     launch = functools.partial(
         tuned_kernel[_grid(M, N)],
         a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
     )
-    return TunedRun(launch, lambda: f"{describe(tuned_kernel.best_config)} (fastest of {len(TRITON_CONFIGS)})")
+    return TunedRun(launch, lambda: f"{describe(tuned_kernel.best_config)} (fastest of {len(TRITON_CONFIGS)})",
+                    lambda: block_of(tuned_kernel.best_config))
 
 
 VARIANT = Variant(

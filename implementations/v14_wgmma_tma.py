@@ -184,4 +184,5 @@ VARIANT = Variant(
     triton=wgmma_tma_triton,
     cuda_source=KERNELS,
     min_cc=(9, 0),  # TMA and wgmma: Hopper
+    tile=(BM, BN),
 )

@@ -59,7 +59,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from ._cuda import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
 from ._cuda import cupy as kernel_cupy
 from ._registry import TunedRun, Variant
-from .v11_autotuned import search_fastest
+from .v11_autotuned import block_of, describe, search_fastest
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands,
                             tma_persistent_kernel, zero_product)
 
@@ -169,7 +169,7 @@ def warp_specialized_cuda(a, b, c):
         others = ", ".join(f"{t} {ms:.3f} ms" for t, ms in sorted(times.items(), key=lambda x: x[1]) if t != best)
         return f"{best}, {times[best]:.3f} ms; others: {others} ({seconds:.1f} s)"
 
-    return TunedRun(launch, chosen)
+    return TunedRun(launch, chosen, lambda: (BM, BN))
 
 
 # ---- Triton: v14's persistent kernel, its best Hopper configurations searched -------------------------
@@ -198,11 +198,6 @@ TRITON_CONFIGS = (
 tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(tma_persistent_kernel)
 
 
-def describe(config: triton.Config) -> str:
-    knobs = " ".join(f"{k}={v}" for k, v in config.kwargs.items())
-    return f"{knobs} num_warps={config.num_warps} num_stages={config.num_stages}"
-
-
 def launch_config(a, b, c, config: triton.Config):
     """One Triton config, without the search (the interpreter's path; the tests check each config)."""
     return launch_tma_persistent(a, b, c, **config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
@@ -214,7 +209,7 @@ def warp_specialized_triton(a, b, c):
     if isinstance(tma_persistent_kernel, InterpretedFunction) or K == 0:
         first = TRITON_CONFIGS[0]
         note = f"{describe(first)} (interpreter: first config, untimed)"
-        return TunedRun(launch_config(a, b, c, first), lambda: note)
+        return TunedRun(launch_config(a, b, c, first), lambda: note, lambda: block_of(first))
     a_t, b_t, refresh = tma_operands(a, b)
     a_desc = TensorDescriptor.from_tensor(a_t, [BM, BK])  # boxes reset per config by _set_boxes
     b_desc = TensorDescriptor.from_tensor(b_t, [BK, BN])
@@ -227,7 +222,8 @@ def warp_specialized_triton(a, b, c):
         refresh()
         return launch()
 
-    return TunedRun(run, lambda: f"{describe(tuned_kernel.best_config)} (fastest of {len(TRITON_CONFIGS)})")
+    return TunedRun(run, lambda: f"{describe(tuned_kernel.best_config)} (fastest of {len(TRITON_CONFIGS)})",
+                    lambda: block_of(tuned_kernel.best_config))
 
 
 VARIANT = Variant(

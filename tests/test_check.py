@@ -5,9 +5,10 @@ import math
 import pytest
 import torch
 
-from implementations import _bench
+from implementations import _bench, _traffic, select
 from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
-from implementations._registry import Prepared
+from implementations._registry import Prepared, TunedRun
+from implementations._validate import Refused
 
 FP32 = PRECISIONS["fp32"]
 
@@ -98,7 +99,7 @@ def _fake(output_fn):
 
 def _measure(prepare, monkeypatch, expect_wrong=""):
     timed = []
-    monkeypatch.setattr(_bench, "time_ms", lambda fn, options: timed.append(fn) or [1.0, 1.0, 1.0])
+    monkeypatch.setattr(_bench, "time_ms", lambda fn, options, device: timed.append(fn) or [1.0, 1.0, 1.0])
     result = _bench.measure(
         rung="v00", name="fake", config="", impl="cuda", precision=FP32, shape=(8, 9, 10),
         device=torch.device("cpu"), seed=1, prepare=prepare, expect_wrong=expect_wrong,
@@ -133,3 +134,48 @@ def test_a_failing_implementation_is_recorded_not_raised(monkeypatch):
     result, timed = _measure(prepare, monkeypatch)
     assert result.status == _bench.STATUS_ERROR and result.note == "RuntimeError: nvrtc: error: something"
     assert not timed
+
+
+def test_a_refused_launch_is_reported_as_refused_not_as_an_error(monkeypatch):
+    def prepare(a, b):
+        raise Refused("a block of 64×64 = 4096 threads cannot launch")
+
+    result, timed = _measure(prepare, monkeypatch)
+    assert result.status == _bench.STATUS_REFUSED and "4096 threads" in result.note and not timed
+
+
+def test_the_ratios_and_the_traffic_of_a_timed_result(monkeypatch):
+    timed = []
+    monkeypatch.setattr(_bench, "time_ms", lambda fn, options, device: timed.append(fn) or [2.0, 2.0, 2.0])
+    result = _bench.measure(
+        rung="v00", name="fake", config="", impl="cuda", precision=FP32, shape=(8, 9, 10),
+        device=torch.device("cpu"), seed=1, prepare=_fake(lambda a, b: a @ b), timing=_bench.TimingOptions(),
+        cublas_ms=1.0, cpu_ms=50.0, tile_of=lambda run: (4, 8))
+    assert result.pct_cublas == pytest.approx(50.0) and result.speedup_cpu == pytest.approx(25.0)
+    # A (8×10) read once per block column (ceil(9/8) = 2), B (10×9) once per block row (8/4 = 2), C written once
+    assert result.tile == "4x8" and result.traffic_bytes == 4 * (8 * 10 * 2 + 10 * 9 * 2) + 4 * 8 * 9
+
+
+def test_the_cpu_timer_takes_at_least_min_runs_samples():
+    calls = []
+    samples = _bench.time_cpu_ms(lambda: calls.append(1), _bench.TimingOptions(rep_ms=0.001, min_runs=4))
+    assert len(samples) == 4 and len(calls) == 5 and all(s >= 0 for s in samples)  # one warm-up call
+
+
+@pytest.mark.parametrize("tile, flop_per_byte", [
+    ((1, 1), 2 * 64**3 / (4 * 2 * 64**3 + 4 * 64**2)),  # naive: 2·N³ loads
+    ((16, 16), 2 * 64**3 / (4 * 2 * 64**3 / 16 + 4 * 64**2)),  # tiling: 2·N³/TILE
+])
+def test_traffic_model(tile, flop_per_byte):
+    assert _traffic.intensity(64, 64, 64, tile, 4, 4) == pytest.approx(flop_per_byte)
+
+
+def test_the_tile_behind_the_traffic_model():
+    v03, v01, v11 = select("3")[0], select("1")[0], select("11")[0]
+    assert _traffic.run_tile(v03, {"TILE": 16}, None) == (16, 16)
+    assert _traffic.run_tile(v03, {"BM": 64, "BN": 32, "TM": 8}, None) == (64, 32)
+    assert _traffic.run_tile(v01, {}, None) == (1, 1)  # declared by the rung: no reuse
+    assert _traffic.run_tile(v11, {}, None) is None  # autotuned, not run yet
+    chosen = TunedRun(lambda: None, lambda: "", lambda: (128, 256))
+    assert _traffic.run_tile(v11, {}, chosen) == (128, 256)
+    assert _traffic.run_tile(None, {}, lambda: None) is None  # cuBLAS

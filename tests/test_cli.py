@@ -7,7 +7,9 @@ import json
 
 import pytest
 
-from implementations import _bench, _cli
+import torch
+
+from implementations import _bench, _cli, select
 
 
 @pytest.mark.parametrize("text, sizes", [
@@ -27,7 +29,7 @@ def test_parse_sizes_rejects_nonsense(text):
 
 def test_parse_impls():
     assert _cli.parse_impls("cuda, Triton") == ("cuda", "triton")
-    with pytest.raises(argparse.ArgumentTypeError, match="cuda, triton, cublas"):
+    with pytest.raises(argparse.ArgumentTypeError, match="cuda, triton, cublas, cpu"):
         _cli.parse_impls("cuda,opencl")
 
 
@@ -38,6 +40,9 @@ def test_parse_impls():
     (["--impl", "opencl"], "comma-separated choice"),
     (["--min-runs", "0"], "must be positive"),
     (["--rep", "-5"], "must be positive"),
+    (["--sweep", "TILE"], "give a config parameter and integer values"),
+    (["--sweep", "TILE=a,b"], "give a config parameter and integer values"),
+    (["--cpu-limit", "0"], "must be positive"),
 ])
 def test_bad_arguments_exit_with_a_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
@@ -50,7 +55,8 @@ def test_help_lists_the_options_and_examples(capsys):
     with pytest.raises(SystemExit):
         _cli.main(["--help"])
     out = capsys.readouterr().out
-    for option in ("--rungs", "--impl", "--sizes", "--dtype", "--timing", "--csv", "--json", "--markdown", "--list"):
+    for option in ("--rungs", "--impl", "--sizes", "--dtype", "--timing", "--csv", "--json", "--markdown", "--list",
+                   "--sweep", "--plots", "--cpu-limit"):
         assert option in out
     assert "examples:" in out
 
@@ -116,3 +122,40 @@ def test_one_failing_implementation_is_recorded_and_the_sweep_goes_on(tmp_path, 
     assert code == 1
     assert {r["rung"] for r in failed} == {"v03"} and "simulated compile failure" in failed[0]["note"]
     assert any(r["rung"] == "v04" for r in rows), "later rungs still ran"
+
+
+def test_parse_sweep():
+    assert _cli.parse_sweep("TILE=8,16, 32,64") == ("TILE", (8, 16, 32, 64))
+
+
+def test_sweep_repeats_each_config_with_every_value_on_the_rungs_that_have_it():
+    swept = _cli.sweep_configs(select("1-3,5"), "TILE", (8, 32, 64))
+    assert [v.tag for v in swept] == ["v03"]  # v01, v02 have no config, v05's has no TILE
+    assert swept[0].configs == ({"TILE": 8}, {"TILE": 32}, {"TILE": 64})  # v03's two configs collapse per value
+    with pytest.raises(SystemExit, match="no.*config parameter 'XYZ'.*parameters: .*TILE"):
+        _cli.sweep_configs(select("1-3"), "XYZ", (1,))
+
+
+def test_plan_puts_the_baselines_first_at_every_size():
+    tasks = list(_cli.plan(select("3"), ("triton", "cpu", "cublas"), [(8, 8, 8), (16, 16, 16)]))
+    assert [(t.variant and t.variant.tag, t.impl, t.shape[0]) for t in tasks] == [
+        (None, "cpu", 8), (None, "cublas", 8), ("v03", "triton", 8), ("v03", "triton", 8),
+        (None, "cpu", 16), (None, "cublas", 16), ("v03", "triton", 16), ("v03", "triton", 16)]
+
+
+def test_the_cpu_baseline_is_skipped_where_it_would_take_too_long(monkeypatch):
+    monkeypatch.setattr(_bench, "cpu_seconds_estimate", lambda M, N, K, precision: M / 1000)
+    cpu = _cli.Task(None, {}, "cpu", (4000, 4000, 4000))
+    assert _cli.skip_reason(cpu, "fp32", torch.device("cpu"), cpu_limit_s=5.0) == ""
+    assert _cli.skip_reason(cpu, "fp32", torch.device("cpu"), cpu_limit_s=2.0) == (
+        "one CPU call would take about 4 s (--cpu-limit 2)")
+
+
+def test_a_refused_config_is_reported_with_its_limit_and_is_not_a_failure(tmp_path, capsys):
+    code, paths = run_to_files(tmp_path, "--rungs", "3", "--impl", "triton", "--sweep", "TILE=8,16")
+    rows = list(csv.DictReader(paths["csv"].open()))
+    refused = [r for r in rows if r["status"] == _bench.STATUS_REFUSED]
+    assert code == 0
+    assert {r["config"] for r in refused} == {"TILE=8"} and "at least 16" in refused[0]["note"]
+    assert {r["config"] for r in rows if r["status"] == "ok"} == {"TILE=16"}
+    assert "--sweep TILE" in capsys.readouterr().out

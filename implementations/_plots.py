@@ -1,0 +1,243 @@
+"""Plots of saved results (the JSON document compare.py writes): PNG files, drawn with matplotlib.
+
+- the ladder: % of cuBLAS per rung, the CUDA C bar beside the Triton bar, one figure per size and dtype;
+- a roofline: each rung's arithmetic intensity (flops over the global traffic its block tile implies,
+  _traffic.py) against the TFLOP/s it reached, under the two ceilings measured in the same run: the
+  device copy bandwidth (the slanted memory roof) and cuBLAS at that size and precision (the flat roof);
+- TFLOP/s against size, one line per rung and language with cuBLAS dashed, when a run has several sizes;
+- a config sweep (`compare.py --sweep TILE=8,16,32,64`): time against the swept value per language,
+  with the values a rung refused marked and named.
+
+    python -m implementations._plots results.json [more.json ...] --out plots/ [--sweep TILE]
+
+Figures are drawn on `matplotlib.figure.Figure` objects, not through pyplot, so no display or global
+state is involved and the same code runs on a CPU-only machine over results saved on a GPU one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from ._report import config_values
+
+IMPL_STYLE = {"cuda": ("CUDA C", "o", "#1f77b4"), "triton": ("Triton", "s", "#ff7f0e")}
+CUBLAS_COLOR = "black"
+DPI = 130
+
+
+def load(path: Path) -> dict:
+    doc = json.loads(Path(path).read_text())
+    if not isinstance(doc, dict) or "results" not in doc:
+        raise ValueError(f"{path}: not a results document written by compare.py --json")
+    return doc
+
+
+def _label(r: dict) -> str:
+    return f"{r['rung']} {r['config']}".strip()
+
+
+def _groups(results: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:
+    groups: dict[tuple[str, str], list[dict]] = {}
+    for r in results:
+        groups.setdefault((r["size"], r["dtype"]), []).append(r)
+    return groups
+
+
+def _device(doc: dict) -> str:
+    env = doc.get("environment", {})
+    return f"{env.get('device', 'unknown device')}, {env.get('date', '')[:10]}"
+
+
+def copy_bandwidth_gbs(doc: dict) -> float | None:
+    text = doc.get("environment", {}).get("copy bandwidth", "")
+    try:
+        return float(text.split()[0])
+    except (IndexError, ValueError):
+        return None
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    return path
+
+
+def ladder(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
+    """Grouped bars: % of cuBLAS per rung and config, CUDA C beside Triton."""
+    group = _groups(doc["results"]).get((size, dtype), [])
+    rows: dict[str, dict[str, dict]] = {}
+    for r in group:
+        if r["impl"] in IMPL_STYLE:
+            rows.setdefault(_label(r), {})[r["impl"]] = r
+    if not any(r.get("pct_cublas") for by_impl in rows.values() for r in by_impl.values()):
+        return None
+    labels = list(rows)
+    # the config goes under the rung only where it tells bars apart (v03 TILE=16 and TILE=32)
+    configs_of = Counter(label.split()[0] for label in labels)
+    ticks = [label.replace(" ", "\n", 1) if configs_of[label.split()[0]] > 1 else label.split()[0] for label in labels]
+    fig = Figure(figsize=(max(7.0, 0.62 * len(labels) + 2), 4.8))
+    ax = fig.subplots()
+    width = 0.4
+    for offset, (impl, (name, _, color)) in zip((-width / 2, width / 2), IMPL_STYLE.items()):
+        for x, label in enumerate(labels):
+            r = rows[label].get(impl)
+            if r is None:
+                continue
+            pct = r.get("pct_cublas")
+            if pct:
+                ax.bar(x + offset, pct, width, color=color, label=name)
+                ax.annotate(f"{pct:.0f}", (x + offset, pct), ha="center", va="bottom", fontsize=7)
+            else:  # not timed: say why in place of the bar
+                ax.annotate(r["status"], (x + offset, 1), ha="center", va="bottom", rotation=90, fontsize=7,
+                            color=color)
+    ax.axhline(100, color=CUBLAS_COLOR, linestyle="--", linewidth=1, label="cuBLAS (same run)")
+    ax.set_xticks(range(len(labels)), ticks, fontsize=7)
+    ax.set_ylabel("% of cuBLAS (higher is better)")
+    ax.set_title(f"The ladder at {size} {dtype}: CUDA C beside Triton\n{_device(doc)}", fontsize=10)
+    handles, names = ax.get_legend_handles_labels()
+    unique = dict(zip(names, handles))
+    ax.legend(unique.values(), unique.keys(), fontsize=8, loc="upper left")
+    return _save(fig, out / f"ladder_{size}_{dtype}.png")
+
+
+def roofline(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
+    """Each timed rung at (flop per byte of implied global traffic, TFLOP/s), under the measured ceilings."""
+    group = _groups(doc["results"]).get((size, dtype), [])
+    points = [r for r in group if r["impl"] in IMPL_STYLE and r.get("tflops") and r.get("traffic_bytes")]
+    cublas = next((r for r in group if r["impl"] == "cublas" and r.get("tflops")), None)
+    bandwidth = copy_bandwidth_gbs(doc)
+    if not points or cublas is None or bandwidth is None:
+        return None
+    fig = Figure(figsize=(8.0, 5.6))
+    ax = fig.subplots()
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    intensities = [2.0 * r["M"] * r["N"] * r["K"] / r["traffic_bytes"] for r in points]
+    lo, hi = min(intensities) / 2, max(intensities) * 2
+    peak = cublas["tflops"]
+    ridge = peak * 1e3 / bandwidth  # flop/byte where the two roofs meet
+    xs = sorted({lo, hi, min(max(ridge, lo), hi)})
+    ax.plot(xs, [min(peak, bandwidth * x / 1e3) for x in xs], color=CUBLAS_COLOR, linewidth=1.5)
+    ax.annotate(f"copy bandwidth {bandwidth:,.0f} GB/s", (lo, bandwidth * lo / 1e3), rotation=0, fontsize=8,
+                va="bottom")
+    ax.annotate(f"cuBLAS {peak:,.1f} TFLOP/s", (hi, peak), ha="right", va="bottom", fontsize=8)
+    for r, x in zip(points, intensities):
+        _, marker, color = IMPL_STYLE[r["impl"]]
+        ax.scatter(x, r["tflops"], marker=marker, color=color, s=36, zorder=3)
+        ax.annotate(_label(r).replace("TILE=", "T"), (x, r["tflops"]), textcoords="offset points", xytext=(4, 3),
+                    fontsize=6)
+    for name, marker, color in IMPL_STYLE.values():
+        ax.scatter([], [], marker=marker, color=color, label=name)
+    ax.set_xlabel("arithmetic intensity: flops / bytes the block tile must move (log)")
+    ax.set_ylabel("TFLOP/s achieved (log)")
+    ax.set_title(f"Roofline at {size} {dtype}, ceilings measured in the same run\n{_device(doc)}", fontsize=10)
+    ax.legend(fontsize=8, loc="lower right")
+    return _save(fig, out / f"roofline_{size}_{dtype}.png")
+
+
+def _work(r: dict) -> float:
+    return float(r["M"]) * r["N"] * r["K"]
+
+
+def tflops_vs_size(doc: dict, dtype: str, out: Path) -> Path | None:
+    """TFLOP/s against size, a line per rung, config and language, cuBLAS dashed; needs two sizes or more."""
+    timed = [r for r in doc["results"] if r["dtype"] == dtype and r.get("tflops") and r["impl"] != "cpu"]
+    if len({r["size"] for r in timed}) < 2:
+        return None
+    lines: dict[tuple[str, str], list[dict]] = {}
+    for r in timed:
+        lines.setdefault((_label(r), r["impl"]), []).append(r)
+    fig = Figure(figsize=(9.0, 5.0))
+    ax = fig.subplots()
+    ax.set_xscale("log", base=2)
+    rung_colors = {label: f"C{i % 10}" for i, label in enumerate(dict.fromkeys(label for label, _ in lines))}
+    for (label, impl), rs in lines.items():
+        rs.sort(key=_work)
+        xs, ys = [_work(r) ** (1 / 3) for r in rs], [r["tflops"] for r in rs]
+        if impl == "cublas":
+            ax.plot(xs, ys, "--", color=CUBLAS_COLOR, linewidth=2, label="cuBLAS")
+        else:  # colour: the rung; marker and line: the language
+            name, marker, _ = IMPL_STYLE[impl]
+            ax.plot(xs, ys, marker=marker, linestyle="-" if impl == "cuda" else ":", color=rung_colors[label],
+                    label=f"{label} {name}")
+    sizes = sorted({(_work(r) ** (1 / 3), r["size"]) for r in timed})
+    ax.set_xticks([x for x, _ in sizes], [s for _, s in sizes], rotation=30, fontsize=7)
+    ax.set_xlabel("size M×N×K (placed at its cube root)")
+    ax.set_ylabel("TFLOP/s")
+    ax.set_title(f"TFLOP/s against size, {dtype} (solid: CUDA C, dotted: Triton)\n{_device(doc)}", fontsize=10)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    return _save(fig, out / f"tflops_vs_size_{dtype}.png")
+
+
+def sweep_plot(doc: dict, name: str, dtype: str, out: Path) -> Path | None:
+    """Time against the swept config value, a line per rung, size and language; refusals marked."""
+    rows = [(r, config_values(r["config"]).get(name)) for r in doc["results"] if r["dtype"] == dtype]
+    rows = [(r, int(v)) for r, v in rows if v is not None and r["impl"] in IMPL_STYLE]
+    if not any(r.get("ms") for r, _ in rows):
+        return None
+    fig = Figure(figsize=(7.5, 4.8))
+    ax = fig.subplots()
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    lines: dict[tuple[str, str, str], list[tuple[int, dict]]] = {}
+    for r, value in rows:
+        lines.setdefault((r["rung"], r["size"], r["impl"]), []).append((value, r))
+    refused = []
+    for (rung, size, impl), points in lines.items():
+        points.sort(key=lambda p: p[0])
+        label, marker, color = IMPL_STYLE[impl]
+        timed = [(v, r["ms"]) for v, r in points if r.get("ms")]
+        if timed:
+            ax.plot(*zip(*timed), marker=marker, label=f"{rung} {label} {size}")
+        refused += [(v, f"{rung} {label}: {r['status']}") for v, r in points if not r.get("ms")]
+    values = sorted({v for _, v in rows})
+    ax.set_xticks(values, [str(v) for v in values])
+    ax.set_xlabel(name)
+    ax.set_ylabel("ms (lower is better)")
+    notes = sorted(set(f"{name}={v}: {what}" for v, what in refused))
+    ax.set_title(f"--sweep {name}, {dtype}\n{_device(doc)}", fontsize=10)
+    if notes:
+        ax.text(0.01, 0.01, "\n".join(notes), transform=ax.transAxes, fontsize=7, va="bottom")
+    ax.legend(fontsize=7)
+    return _save(fig, out / f"sweep_{name}_{dtype}.png")
+
+
+def write_all(doc: dict, out_dir, sweep: str | None = None) -> list[Path]:
+    """Every plot these results can give, written into out_dir; returns the files written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for size, dtype in _groups(doc["results"]):
+        written += [ladder(doc, size, dtype, out), roofline(doc, size, dtype, out)]
+    for dtype in sorted({r["dtype"] for r in doc["results"]}):
+        written.append(tflops_vs_size(doc, dtype, out))
+        if sweep:
+            written.append(sweep_plot(doc, sweep, dtype, out))
+    return [p for p in written if p is not None]
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m implementations._plots", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("results", nargs="+", type=Path, help="JSON documents written by compare.py --json")
+    p.add_argument("--out", type=Path, required=True, help="folder for the PNG files")
+    p.add_argument("--sweep", metavar="NAME", help="also plot the sweep over this config parameter")
+    args = p.parse_args(argv)
+    for path in args.results:
+        try:
+            written = write_all(load(path), args.out, args.sweep)
+        except (OSError, ValueError) as exc:
+            print(f"{path}: {exc}", file=sys.stderr)
+            return 1
+        print(f"{path}: " + (", ".join(map(str, written)) or "nothing timed to plot"))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
