@@ -9,7 +9,7 @@ import pytest
 
 import torch
 
-from implementations import _bench, _cli, select
+from implementations import _bench, _cli, _report, select
 
 
 @pytest.mark.parametrize("text, sizes", [
@@ -159,3 +159,17 @@ def test_a_refused_config_is_reported_with_its_limit_and_is_not_a_failure(tmp_pa
     assert {r["config"] for r in refused} == {"TILE=8"} and "at least 16" in refused[0]["note"]
     assert {r["config"] for r in rows if r["status"] == "ok"} == {"TILE=16"}
     assert "--sweep TILE" in capsys.readouterr().out
+
+
+def test_the_ladder_table_puts_the_baselines_first_with_the_speedup_over_the_cpu():
+    def result(rung, impl, ms, **extra):
+        return _bench.Result(rung, "x", "", impl, "fp32", 64, 64, 64, status="ok", ms=ms, ms_p20=ms, ms_p80=ms,
+                             **extra)
+
+    results = [result("CPU", "cpu", 40.0), result("cuBLAS", "cublas", 1.0, speedup_cpu=40.0),
+               result("v01", "cuda", 4.0, pct_cublas=25.0, speedup_cpu=10.0),
+               result("v01", "triton", 2.0, pct_cublas=50.0, speedup_cpu=20.0)]
+    lines = _report.ladder_table(results).splitlines()
+    assert "CUDA ×CPU" in lines[0] and "Triton ×CPU" in lines[0]
+    assert [line.split()[0] for line in lines[2:]] == ["CPU", "cuBLAS", "v01"]
+    assert lines[4].split()[2:] == ["4.000", "±0.0%", "25.0", "10", "ok", "2.000", "±0.0%", "50.0", "20", "ok"]
