@@ -5,25 +5,25 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import json
 import os
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass
+from pathlib import Path
 from unittest import mock
 
 import torch
 from tabulate import tabulate
 from tqdm import tqdm
 
-from . import _bench, _cuda, _plots, _report
+from . import _bench, _cuda, _lessons, _ncu, _plots, _profile, _report, _sanitize
 from ._check import PRECISIONS
 from ._env import end_of_run, environment, set_fp32_matmul
 from ._registry import LANGS, Variant, all_variants, config_label, select
+from ._tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, IMPLS, Task, parse_impls, parse_rungs, parse_sizes,
+                     parse_sweep, plan, positive, skip_reason)
 from ._traffic import run_tile
 
-IMPLS = ("cuda", "triton", "cublas", "cpu")
 DEFAULT_GPU_SIZES = "4096"
-DEFAULT_CPU_LIMIT_S = 2.0  # the CPU baseline runs at the sizes where one call is estimated to take this long at most
 DEFAULT_CPU_SIZES = "17x33x5,97x61x130"
 COLD_CACHES = {"CUPY_CACHE_IN_MEMORY": "1", "TRITON_ALWAYS_COMPILE": "1"}  # compile afresh, not from disk
 INTERPRETER_COMFORT = 256  # the interpreter runs one program at a time: larger sizes take minutes
@@ -36,55 +36,15 @@ examples:
   python compare.py --list
   python compare.py --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --plots out/
   python compare.py --rungs 11,15 --sizes 256,512,1024,2048,4096,8192 --json out/sweep.json --plots out/
+  python compare.py --rungs 1-11 --ncu --json out/ladder.json    + Nsight Compute's speed of light per kernel
+  python compare.py --sanitize                                    racecheck: v04's races beside v03 clean
+  python compare.py --sanitize memcheck --rungs 14 --dtype bf16
+  python compare.py --lessons out/lessons --json out/ladder.json --plots out/plots
   python compare.py --csv out/ladder.csv --json out/ladder.json --markdown out/ladder.md
 
 Without a CUDA device it verifies the Triton rungs in Triton's interpreter on small shapes and prints
 nvcc's compile report for the CUDA rungs; nothing is timed.
 """
-
-
-def parse_sizes(text: str) -> list[tuple[int, int, int]]:
-    """"4096" is 4096³; "512x1024x256" is M=512, N=1024, K=256; comma-separated lists of either."""
-    sizes = []
-    for token in (t.strip().lower() for t in text.split(",") if t.strip()):
-        parts = token.split("x")
-        if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
-            raise argparse.ArgumentTypeError(f"size {token!r} is neither N nor MxNxK with positive integers")
-        dims = tuple(int(p) for p in parts)
-        sizes.append(dims * 3 if len(dims) == 1 else dims)
-    if not sizes:
-        raise argparse.ArgumentTypeError("no sizes given")
-    return sizes
-
-
-def positive(kind):
-    def parse(text: str):
-        value = kind(text)
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
-        return value
-
-    return parse
-
-
-def parse_impls(text: str) -> tuple[str, ...]:
-    impls = tuple(t.strip().lower() for t in text.split(",") if t.strip())
-    unknown = [i for i in impls if i not in IMPLS]
-    if unknown or not impls:
-        raise argparse.ArgumentTypeError(f"implementations are a comma-separated choice of {', '.join(IMPLS)}")
-    return impls
-
-
-def parse_sweep(text: str) -> tuple[str, tuple[int, ...]]:
-    """"TILE=8,16,32,64": a config parameter and the values to try."""
-    name, eq, values = text.partition("=")
-    try:
-        parsed = tuple(int(v) for v in values.split(",") if v.strip())
-    except ValueError:
-        parsed = ()
-    if not eq or not name.strip().isidentifier() or not parsed:
-        raise argparse.ArgumentTypeError(f"{text!r}: give a config parameter and integer values, e.g. TILE=8,16,32,64")
-    return name.strip(), parsed
 
 
 def sweep_configs(variants: list[Variant], name: str, values: tuple[int, ...]) -> list[Variant]:
@@ -100,13 +60,6 @@ def sweep_configs(variants: list[Variant], name: str, values: tuple[int, ...]) -
         raise SystemExit(f"--sweep {name}: none of the chosen rungs has a config parameter {name!r}; "
                          f"parameters: {', '.join(having)}")
     return swept
-
-
-def parse_rungs(text: str) -> list[Variant]:
-    try:
-        return select(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -139,6 +92,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--plots", metavar="DIR",
                    help="write PNG plots: the ladder as %% of cuBLAS, a roofline under the ceilings measured in "
                         "this run, TFLOP/s against size (more than one size), the --sweep result")
+    p.add_argument("--ncu", action="store_true",
+                   help="after timing, profile every chosen launch under Nsight Compute (clock control off, "
+                        "filtered by kernel name): SM and memory throughput %%, DRAM bytes, achieved occupancy, and "
+                        "the traffic each block tile implies beside the DRAM bytes measured")
+    p.add_argument("--sanitize", nargs="?", const="racecheck", choices=_sanitize.TOOLS, metavar="TOOL",
+                   help="instead of timing, run compute-sanitizer (racecheck by default; memcheck, initcheck, "
+                        "synccheck) over the chosen rungs' CUDA C and Triton kernels at one small ragged size "
+                        "(default rungs: the broken-on-purpose one and the correct rung it breaks)")
+    p.add_argument("--lessons", metavar="DIR",
+                   help="write the side-by-side lessons (lessons.html, self-contained, and lessons.md) with this "
+                        "run's figures and plots")
     p.add_argument("--seed", type=int, default=None, help="base seed of the random inputs (default: random, printed)")
     p.add_argument("--csv", metavar="PATH", help="write every result as a CSV row as it is measured")
     p.add_argument("--json", metavar="PATH", help="keep a JSON document (environment + results) current")
@@ -158,59 +122,6 @@ def list_rungs() -> str:
         rows.append([v.tag, v.name, v.title, ", ".join(v.dtypes), configs, langs,
                      "broken on purpose" if v.expect_wrong else ""])
     return tabulate(rows, ["rung", "name", "title", "dtypes", "configs", "languages", ""], disable_numparse=True)
-
-
-@dataclass
-class Task:
-    variant: Variant | None  # None: the cuBLAS baseline
-    config: dict
-    impl: str
-    shape: tuple[int, int, int]
-
-    @property
-    def label(self) -> str:
-        size = "x".join(map(str, self.shape))
-        if self.variant is None:
-            return f"{BASELINES[self.impl][0]} {size}"
-        return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
-
-
-BASELINES = {"cpu": ("CPU", "torch.matmul on the host"), "cublas": ("cuBLAS", "torch.matmul")}  # rung, name
-
-
-def plan(variants: list[Variant], impls: tuple[str, ...], sizes) -> Iterator[Task]:
-    """Per size: the baselines first (the rungs' ratios need them), then every rung, config and language."""
-    for shape in sizes:
-        for impl in BASELINES:
-            if impl in impls:
-                yield Task(None, {}, impl, shape)
-        for v in variants:
-            for config in v.configs:
-                for impl in impls:
-                    if impl not in BASELINES:
-                        yield Task(v, dict(config), impl, shape)
-
-
-def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:
-    v = task.variant
-    if task.impl == "cpu":
-        seconds = _bench.cpu_seconds_estimate(*task.shape, PRECISIONS[dtype])
-        if seconds > cpu_limit_s:
-            return f"one CPU call would take about {seconds:.0f} s (--cpu-limit {cpu_limit_s:g})"
-        return ""
-    if v is None:
-        return ""
-    if getattr(v, task.impl) is None:
-        return f"no {task.impl} implementation"
-    if dtype not in v.dtypes:
-        return f"supports {', '.join(v.dtypes)} only"
-    if device.type == "cuda" and torch.cuda.get_device_capability(device) < v.min_cc:
-        return f"needs compute capability {v.min_cc[0]}.{v.min_cc[1]}"
-    source = v.cuda_source
-    if (task.impl == "cuda" and source is not None and device.type == "cuda"
-            and not source.runs_on(torch.cuda.get_device_capability(device))):
-        return f"its CUDA C is built for {source.arch}, which runs on compute capability 9.0 (Hopper) only"
-    return ""
 
 
 def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: torch.device, seed: int,
@@ -292,11 +203,52 @@ def timing_description(args) -> str:
             "timed alone after an L2 flush, median with 20-80 percentile spread")
 
 
+def tool_logs(args, name: str) -> Path | None:
+    """Where a tool's raw output is kept: beside the JSON (or Markdown, CSV) report, when one is written."""
+    report = args.json or args.markdown or args.csv
+    return None if report is None else Path(report).with_suffix("").with_name(f"{Path(report).stem}_{name}")
+
+
+def sanitize(args) -> int:
+    """compare.py --sanitize: compute-sanitizer over the chosen rungs, nothing timed."""
+    if not torch.cuda.is_available():
+        print("--sanitize needs a CUDA device: compute-sanitizer checks kernels as they run on the GPU",
+              file=sys.stderr)
+        return 2
+    variants = args.rungs if args.rungs is not None else _sanitize.default_selection()
+    size = args.sizes[0] if args.sizes else _sanitize.DEFAULT_SIZE
+    impls = tuple(i for i in args.impl if i in LANGS)
+    report = _sanitize.sanitize(args.sanitize, variants, impls, size, args.dtype, tool_logs(args, args.sanitize))
+    print(f"compute-sanitizer --tool {args.sanitize}, {args.dtype}, rungs {', '.join(v.tag for v in variants)}")
+    print(_sanitize.format_report(report))
+    unexpected = [r for r in report.results if not r.expect_wrong and r.findings and r.findings.errors]
+    return 1 if report.problem or unexpected else 0
+
+
+def nsight(args, variants: list[Variant], impls, sizes, log: _report.ResultLog) -> None:
+    """compare.py --ncu: Nsight Compute's figures for every chosen launch, printed and kept in the reports."""
+    impls = [i for i in impls if i in _profile.IMPLS]  # the CPU baseline launches no kernel
+    report = _ncu.profile(variants, impls, sizes, args.dtype, tool_logs(args, "ncu"))
+    if report.problem:
+        print(f"\nNsight Compute: {report.problem}; going on without its columns")
+        return
+    sections = [("Nsight Compute: speed of light (clock control off)", _ncu.ncu_table),
+                ("Memory traffic: what each block tile asks for beside the DRAM bytes measured", _ncu.traffic_table)]
+    for title, table in sections:
+        print(f"\n{title}\n{table(report.rows)}")
+        log.add_section(title, table(report.rows, "github"))
+    if report.notes:
+        print("\n" + "\n".join(report.notes))
+    log.add_records("ncu", [dataclasses.asdict(r) for r in report.rows])
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.list:
         print(list_rungs())
         return 0
+    if args.sanitize:
+        return sanitize(args)
     variants = args.rungs if args.rungs is not None else select()
     if args.sweep:
         variants = sweep_configs([v for v in variants if args.rungs is not None or not v.expect_wrong], *args.sweep)
@@ -344,12 +296,24 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         log.close()
     print_results(log, gpu)
+    if args.ncu:
+        if gpu:
+            nsight(args, variants, impls, sizes, log)
+        else:
+            print("\nNsight Compute: no CUDA device, nothing to profile; going on without its columns")
     if args.sweep:
         print(f"\n--sweep {args.sweep[0]}")
         print(_report.sweep_table(log.results, args.sweep[0]))
+    written = []
     if args.plots:
         written = _plots.write_all(log.document(), args.plots, sweep=args.sweep[0] if args.sweep else None)
         print("\nplots: " + (", ".join(map(str, written)) or "none (nothing was timed)"))
+    if args.lessons:
+        results = Path(args.json) if args.json else Path(args.lessons) / "results.json"
+        if not args.json:
+            results.parent.mkdir(parents=True, exist_ok=True)
+            results.write_text(json.dumps(log.document(), indent=1))
+        print("\nlessons: " + ", ".join(map(str, _lessons.build_lessons(args.lessons, [results], written))))
     failed = [r for r in log.results if r.status in (_bench.STATUS_WRONG, _bench.STATUS_ERROR)]
     if failed:
         print(f"\n{len(failed)} result(s) failed: " + ", ".join(f"{r.rung} {r.config} {r.impl}" for r in failed))

@@ -129,11 +129,16 @@ class Variant:
         """Whether this rung's Triton kernels run in the interpreter (decided when they were defined)."""
         from triton.runtime.interpreter import InterpretedFunction
 
+        return any(isinstance(obj, InterpretedFunction) for home in self.homes for obj in vars(home).values())
+
+    @property
+    def homes(self) -> list:
+        """The modules where this rung's kernels may live: its own, and those of the earlier rungs whose
+        launch helpers it imports (v05-v09 launch v03's kernel through `launch_smem_tiling`)."""
         module = sys.modules[self.module]
-        # A rung may launch an earlier rung's kernel through that rung's launch helper: look there too.
-        homes = {module} | {sys.modules[obj.__module__] for obj in vars(module).values()
+        found = {module} | {sys.modules[obj.__module__] for obj in vars(module).values()
                             if callable(obj) and getattr(obj, "__module__", "").startswith(__package__ + ".v")}
-        return any(isinstance(obj, InterpretedFunction) for home in homes for obj in vars(home).values())
+        return sorted(found, key=lambda m: m.__name__)
 
     def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, **config: int) -> torch.Tensor:
         """C = A @ B with this rung's `lang` kernel."""

@@ -172,6 +172,8 @@ class ResultLog:
         self.env = env
         self.results: list[Result] = []
         self.compile_reports: list[tuple[str, PtxasReport]] = []
+        self.sections: list[tuple[str, str]] = []  # (title, Markdown table) added after the results
+        self.records: dict[str, list[dict]] = {}  # further JSON entries (Nsight Compute's rows)
         self.csv_path, self.json_path, self.markdown_path = (
             Path(p) if p else None for p in (csv_path, json_path, markdown_path))
         self._csv = None
@@ -199,6 +201,14 @@ class ResultLog:
         self.compile_reports.extend((rung, r) for r in reports)
         self._write_documents()
 
+    def add_section(self, title: str, markdown: str) -> None:
+        self.sections.append((title, markdown))
+        self._write_documents()
+
+    def add_records(self, key: str, records: list[dict]) -> None:
+        self.records[key] = records
+        self._write_documents()
+
     def close(self) -> None:
         if self._csv:
             self._csv_file.close()
@@ -213,12 +223,14 @@ class ResultLog:
                     parts += [table, ""]
         if self.compile_reports:
             parts += ["## nvcc compile report", "", compile_table(self.compile_reports, "github"), ""]
+        for title, table in self.sections:
+            parts += [f"## {title}", "", table, ""]
         return "\n".join(parts)
 
     def document(self) -> dict:
         """What the JSON file holds: the environment, every result, the compile reports."""
         return {"environment": self.env, "results": [r.record() for r in self.results],
-                "compile_reports": [{"rung": rung, **asdict(r)} for rung, r in self.compile_reports]}
+                "compile_reports": [{"rung": rung, **asdict(r)} for rung, r in self.compile_reports], **self.records}
 
     def _write_documents(self) -> None:
         for path in (self.json_path, self.markdown_path):

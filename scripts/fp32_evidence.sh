@@ -28,7 +28,7 @@ if command -v ncu >/dev/null; then
     # Clock control off: the kernels run at the clocks they would get outside the profiler.
     ncu --clock-control none --nvtx --nvtx-include "tvc/" --metrics "$METRICS" --csv --page raw \
         --log-file "$LOG_DIR/ncu.csv" \
-        python scripts/profile_rungs.py --rungs 6-11 --impl cublas,cuda,triton --size "$SIZE" \
+        python -m implementations._profile --rungs 6-11 --impl cublas,cuda,triton --sizes "$SIZE" \
         >"$LOG_DIR/ncu_order.txt" 2>&1 || status=1
     python scripts/ncu_table.py "$LOG_DIR/ncu.csv" --labels "$LOG_DIR/ncu_order.txt" \
         | tee "$LOG_DIR/ncu.md" || status=1
@@ -40,7 +40,7 @@ if command -v ncu >/dev/null; then
     done
     ncu --clock-control none --nvtx --nvtx-include "tvc/" --metrics "$STALLS" --csv --page raw \
         --log-file "$LOG_DIR/ncu_stalls.csv" \
-        python scripts/profile_rungs.py --rungs "${BEST##*,}" --impl cublas,cuda,triton --size "$SIZE" \
+        python -m implementations._profile --rungs "${BEST##*,}" --impl cublas,cuda,triton --sizes "$SIZE" \
         >"$LOG_DIR/ncu_stalls_order.txt" 2>&1 || status=1
     python scripts/ncu_table.py "$LOG_DIR/ncu_stalls.csv" --labels "$LOG_DIR/ncu_stalls_order.txt" \
         | tee "$LOG_DIR/ncu_stalls.md" || status=1

@@ -1,16 +1,21 @@
 """Nsight Compute's raw CSV (ncu --csv --page raw) as one Markdown row per profiled launch.
 
     python scripts/ncu_table.py ncu.csv --labels order.txt
-`--labels`: profile_rungs.py's output, whose "profiled i: label" lines name the rows in launch order.
+`--labels`: the output of `python -m implementations._profile`, whose "profiled i: {...}" lines name
+the rows in launch order (one kernel per launch: the fp32 rungs and cuBLAS's fp32 GEMM). For any
+metric list, keyed by each kernel's NVTX range, `compare.py --ncu` (implementations/_ncu.py) is the tool.
 """
 
 import argparse
 import csv
-import re
 import sys
 from pathlib import Path
 
 from tabulate import tabulate
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from implementations._profile import describe, read_child_output  # noqa: E402
 
 SHORT = {
     "gpu__time_duration.sum": "time",
@@ -47,7 +52,8 @@ def main() -> int:
     header, units, data = rows[0], rows[1], rows[2:]
     labels = []
     if args.labels and args.labels.exists():
-        labels = [m.group(1) for m in re.finditer(r"^profiled \d+: (.*)$", args.labels.read_text(), re.MULTILINE)]
+        launches = read_child_output(args.labels.read_text()).labels
+        labels = [describe(launches[i]) for i in sorted(launches)]
     columns = [m for m in SHORT if m in header]
     body = []
     for i, row in enumerate(data):

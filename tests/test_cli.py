@@ -9,7 +9,7 @@ import pytest
 
 import torch
 
-from implementations import _bench, _cli, _report, select
+from implementations import _bench, _cli, _report, _tasks, select
 
 
 @pytest.mark.parametrize("text, sizes", [
@@ -110,12 +110,12 @@ def test_one_failing_implementation_is_recorded_and_the_sweep_goes_on(tmp_path, 
     def broken_launcher(a, b, c, TILE=32):
         raise RuntimeError("simulated compile failure")
 
-    real_select = _cli.select
+    real_select = _tasks.select
 
     def select_with_broken_v03(spec=None):
         return [dataclasses.replace(v, triton=broken_launcher) if v.number == 3 else v for v in real_select(spec)]
 
-    monkeypatch.setattr(_cli, "select", select_with_broken_v03)
+    monkeypatch.setattr(_tasks, "select", select_with_broken_v03)
     code, paths = run_to_files(tmp_path, "--impl", "triton")
     rows = list(csv.DictReader(paths["csv"].open()))
     failed = [r for r in rows if r["status"] == _bench.STATUS_ERROR]

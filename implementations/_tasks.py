@@ -1,0 +1,126 @@
+"""What a comparison run is made of: its tasks (a rung, config and language at one size, or a
+baseline), their order, why one is skipped, and the parsers of the options that choose them.
+
+Shared by compare.py (_cli.py) and the child program that the profiling tools run (_profile.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+
+from . import _bench
+from ._check import PRECISIONS
+from ._registry import Variant, config_label, select
+
+IMPLS = ("cuda", "triton", "cublas", "cpu")
+DEFAULT_CPU_LIMIT_S = 2.0  # the CPU baseline runs at the sizes where one call is estimated to take this long at most
+
+
+def parse_sizes(text: str) -> list[tuple[int, int, int]]:
+    """"4096" is 4096³; "512x1024x256" is M=512, N=1024, K=256; comma-separated lists of either."""
+    sizes = []
+    for token in (t.strip().lower() for t in text.split(",") if t.strip()):
+        parts = token.split("x")
+        if len(parts) not in (1, 3) or not all(p.isdigit() and int(p) > 0 for p in parts):
+            raise argparse.ArgumentTypeError(f"size {token!r} is neither N nor MxNxK with positive integers")
+        dims = tuple(int(p) for p in parts)
+        sizes.append(dims * 3 if len(dims) == 1 else dims)
+    if not sizes:
+        raise argparse.ArgumentTypeError("no sizes given")
+    return sizes
+
+
+def positive(kind):
+    def parse(text: str):
+        value = kind(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+        return value
+
+    return parse
+
+
+def parse_impls(text: str) -> tuple[str, ...]:
+    impls = tuple(t.strip().lower() for t in text.split(",") if t.strip())
+    unknown = [i for i in impls if i not in IMPLS]
+    if unknown or not impls:
+        raise argparse.ArgumentTypeError(f"implementations are a comma-separated choice of {', '.join(IMPLS)}")
+    return impls
+
+
+def parse_sweep(text: str) -> tuple[str, tuple[int, ...]]:
+    """"TILE=8,16,32,64": a config parameter and the values to try."""
+    name, eq, values = text.partition("=")
+    try:
+        parsed = tuple(int(v) for v in values.split(",") if v.strip())
+    except ValueError:
+        parsed = ()
+    if not eq or not name.strip().isidentifier() or not parsed:
+        raise argparse.ArgumentTypeError(f"{text!r}: give a config parameter and integer values, e.g. TILE=8,16,32,64")
+    return name.strip(), parsed
+
+
+def parse_rungs(text: str) -> list[Variant]:
+    try:
+        return select(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+@dataclass
+class Task:
+    variant: Variant | None  # None: the cuBLAS baseline
+    config: dict
+    impl: str
+    shape: tuple[int, int, int]
+
+    @property
+    def label(self) -> str:
+        size = "x".join(map(str, self.shape))
+        if self.variant is None:
+            return f"{BASELINES[self.impl][0]} {size}"
+        return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
+
+
+BASELINES = {"cpu": ("CPU", "torch.matmul on the host"), "cublas": ("cuBLAS", "torch.matmul")}  # rung, name
+
+
+def plan(variants: list[Variant], impls: tuple[str, ...], sizes) -> Iterator[Task]:
+    """Per size: the baselines first (the rungs' ratios need them), then every rung, config and language."""
+    for shape in sizes:
+        for impl in BASELINES:
+            if impl in impls:
+                yield Task(None, {}, impl, shape)
+        for v in variants:
+            for config in v.configs:
+                for impl in impls:
+                    if impl not in BASELINES:
+                        yield Task(v, dict(config), impl, shape)
+
+
+def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:
+    v = task.variant
+    if task.impl == "cpu":
+        seconds = _bench.cpu_seconds_estimate(*task.shape, PRECISIONS[dtype])
+        if seconds > cpu_limit_s:
+            return f"one CPU call would take about {seconds:.0f} s (--cpu-limit {cpu_limit_s:g})"
+        return ""
+    if v is None:
+        return ""
+    if getattr(v, task.impl) is None:
+        return f"no {task.impl} implementation"
+    if dtype not in v.dtypes:
+        return f"supports {', '.join(v.dtypes)} only"
+    if device.type == "cuda" and torch.cuda.get_device_capability(device) < v.min_cc:
+        return f"needs compute capability {v.min_cc[0]}.{v.min_cc[1]}"
+    source = v.cuda_source
+    if (task.impl == "cuda" and source is not None and device.type == "cuda"
+            and not source.runs_on(torch.cuda.get_device_capability(device))):
+        return f"its CUDA C is built for {source.arch}, which runs on compute capability 9.0 (Hopper) only"
+    return ""
+
+
