@@ -293,6 +293,10 @@ class RunSet:
         return self.env.get("device", "unknown device")
 
     @property
+    def timed(self) -> bool:
+        return any(r.ms is not None for r in self.results)
+
+    @property
     def cublas(self):
         return next((r for r in self.results if r.impl == "cublas"), None)
 
@@ -658,7 +662,7 @@ PAGE = """<!doctype html>
 """
 
 
-def _intro(sets: list[RunSet]) -> list[str]:
+def _intro(sets: list[RunSet], untimed: list[str]) -> list[str]:
     lines = [
         "Every rung of the matrix-multiplication ladder twice: the CUDA C kernel (launched through CuPy) beside "
         "the Triton kernel, each with its launcher; the idea and the concept map from the rung's docstring; "
@@ -673,6 +677,8 @@ def _intro(sets: list[RunSet]) -> list[str]:
     else:
         lines.append(f"Nothing was measured for this page: {NOT_MEASURED}. CUDA C kernel resources are "
                      "nvcc's compile report.")
+    if untimed:
+        lines.append(f"Left out: {', '.join(untimed)}, in which nothing was timed (a run without a GPU).")
     return lines
 
 
@@ -740,6 +746,8 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
     variants = list(all_variants() if variants is None else variants)
     rungs_modules = frozenset(v.module for v in all_variants()) | frozenset(v.module for v in variants)
     sets = load_results([Path(p) for p in results])
+    untimed = sorted({s.document.name for s in sets if not s.timed} - {s.document.name for s in sets if s.timed})
+    sets = [s for s in sets if s.timed]
 
     def needs_nvcc(v: Variant) -> bool:
         measured = [r for s in sets for r in s.of(v.tag, impl="cuda") if r.registers is not None]
@@ -750,7 +758,7 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
     headers = list({p.path: p for r in rungs for p in r.cuda.kernels if p.shared}.values())
 
     title = "CUDA C beside Triton: the matrix-multiplication ladder, rung by rung"
-    intro = _intro(sets)
+    intro = _intro(sets, untimed)
     code = {p: Markup(_highlight(p))
             for r in rungs for side in (r.cuda, r.triton) for p in side.kernels + side.launcher}
     docs = {r.anchor: Markup(_doc_html(r.variant.doc)) for r in rungs}

@@ -33,6 +33,11 @@ def _ms(r: Result) -> str:
     return f"{r.ms:.3f} ±{spread:.1f}%"
 
 
+def _speedup(value: float | None) -> str:
+    """×CPU: one decimal below 10 (v01 runs at 0.4× the CPU), whole numbers above."""
+    return "" if value is None else format(value, ".1f" if value < 10 else ",.0f")
+
+
 NO_COMPILE_S = 0.005  # a first call this close to a repeat call compiled nothing
 
 
@@ -73,7 +78,7 @@ def ladder_table(results: list[Result], fmt: str = "simple") -> str:
             if r is None:
                 row += ["", "", "", "", ""]
             else:
-                row += [_ms(r), _num(r.tflops, ".2f"), _num(r.pct_cublas, ".1f"), _num(r.speedup_cpu, ",.0f"),
+                row += [_ms(r), _num(r.tflops, ".2f"), _num(r.pct_cublas, ".1f"), _speedup(r.speedup_cpu),
                         _check(r)]
         body.append(row)
     header, body = _drop_empty_columns(header, body)

@@ -3,8 +3,9 @@
 # One compare.py invocation per feature; results to $GPU_LOG_DIR (default ./gpu-logs). Two parts, so that
 # each fits in a ten-minute slot:
 #   scripts/teaching_evidence.sh 1   the fp32 ladder (CPU baseline, --ncu, --lessons), the bf16 tensor-core
-#                                    ladder (--ncu), the tile-size exercise (--sweep TILE=8,16,32,64); plots
-#   scripts/teaching_evidence.sh 2   TFLOP/s against size (fp32 and bf16), --sanitize (racecheck, memcheck)
+#                                    ladder (--ncu); plots
+#   scripts/teaching_evidence.sh 2   TFLOP/s against size (fp32 and bf16), the tile-size exercise (--sweep
+#                                    TILE=8,16,32,64), --sanitize (racecheck, memcheck)
 # The committed lesson page joins the saved fp32 and bf16 results:
 #   python -m implementations._lessons --out docs --results docs/results/h100_ladder_*.json --images docs/plots/*.png
 set -uo pipefail
@@ -30,14 +31,14 @@ case "${1:-1}" in
         --lessons "$LOG/lessons"
     run ladder_bf16 200 --dtype bf16 --rungs 12-15 --ncu --json "$LOG/ladder_bf16.json" \
         --markdown "$LOG/ladder_bf16.md" --plots "$PLOTS"
-    run tile_sweep 80 --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --impl cuda,triton,cublas \
-        --json "$LOG/tile_sweep.json" --markdown "$LOG/tile_sweep.md" --plots "$PLOTS"
     ;;
 2)
     run sizes_fp32 150 --rungs 10,11 --impl cuda,triton,cublas --sizes "$SIZES" --json "$LOG/sizes_fp32.json" \
         --markdown "$LOG/sizes_fp32.md" --plots "$PLOTS"
     run sizes_bf16 150 --dtype bf16 --rungs 14,15 --impl cuda,triton,cublas --sizes "$SIZES" \
         --json "$LOG/sizes_bf16.json" --markdown "$LOG/sizes_bf16.md" --plots "$PLOTS"
+    run tile_sweep 80 --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --impl cuda,triton,cublas \
+        --json "$LOG/tile_sweep.json" --markdown "$LOG/tile_sweep.md" --plots "$PLOTS"
     run sanitize_racecheck 120 --sanitize --markdown "$LOG/sanitize_racecheck.md"
     run sanitize_memcheck 120 --sanitize memcheck --rungs 3,11 --markdown "$LOG/sanitize_memcheck.md"
     run sanitize_memcheck_bf16 120 --sanitize memcheck --rungs 14,15 --dtype bf16 \

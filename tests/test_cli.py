@@ -167,9 +167,9 @@ def test_the_ladder_table_puts_the_baselines_first_with_the_speedup_over_the_cpu
                              **extra)
 
     results = [result("CPU", "cpu", 40.0), result("cuBLAS", "cublas", 1.0, speedup_cpu=40.0),
-               result("v01", "cuda", 4.0, pct_cublas=25.0, speedup_cpu=10.0),
+               result("v01", "cuda", 4.0, pct_cublas=25.0, speedup_cpu=0.4),
                result("v01", "triton", 2.0, pct_cublas=50.0, speedup_cpu=20.0)]
     lines = _report.ladder_table(results).splitlines()
     assert "CUDA ×CPU" in lines[0] and "Triton ×CPU" in lines[0]
     assert [line.split()[0] for line in lines[2:]] == ["CPU", "cuBLAS", "v01"]
-    assert lines[4].split()[2:] == ["4.000", "±0.0%", "25.0", "10", "ok", "2.000", "±0.0%", "50.0", "20", "ok"]
+    assert lines[4].split()[2:] == ["4.000", "±0.0%", "25.0", "0.4", "ok", "2.000", "±0.0%", "50.0", "20", "ok"]

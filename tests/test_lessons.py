@@ -173,6 +173,18 @@ def test_no_figure_is_invented_without_results(unmeasured):
         assert cell == f"{r.registers} · {r.smem_bytes} · {r.spills} (nvcc {r.arch})"
 
 
+def test_a_run_without_a_gpu_counts_as_no_measurement(tmp_path):
+    """compare.py on a CPU writes results (checked in the interpreter) with no times: none may show as measured."""
+    v01 = all_variants()[0]
+    record = {"rung": v01.tag, "name": v01.name, "config": "", "impl": "triton", "dtype": "fp32",
+              "M": 17, "N": 17, "K": 17, "status": "ok", "ms": None, "pct_cublas": None}
+    cpu = tmp_path / "cpu.json"
+    cpu.write_text(json.dumps({"environment": {"triton mode": "interpreter"}, "results": [record]}))
+    md = build_lessons(tmp_path, [cpu], variants=[v01])[1].read_text()
+    assert summary_rows(md)[v01.tag][0][-1] == NOT_MEASURED
+    assert "Left out: cpu.json" in md and "Measured:" not in md
+
+
 def test_a_missing_side_and_a_broken_rung_read_sensibly(tmp_path):
     v01, v03, v04 = (next(v for v in all_variants() if v.tag == t) for t in ("v01", "v03", "v04"))
     variants = [dataclasses.replace(v01, triton=None), dataclasses.replace(v03, cuda=None, cuda_source=None), v04]
