@@ -221,7 +221,10 @@ def sanitize(args) -> int:
     report = _sanitize.sanitize(args.sanitize, variants, impls, size, args.dtype, tool_logs(args, args.sanitize))
     print(f"compute-sanitizer --tool {args.sanitize}, {args.dtype}, rungs {', '.join(v.tag for v in variants)}")
     print(_sanitize.format_report(report))
-    unexpected = [r for r in report.results if not r.expect_wrong and r.findings and r.findings.errors]
+    # in-kernel findings on a rung that should be correct; host API errors (cuda-python probing driver entry
+    # points through cuGetProcAddress) are shown but are not the kernel's
+    unexpected = [r for r in report.results if not r.expect_wrong and r.findings
+                  and r.findings.errors > r.findings.api_errors]
     return 1 if report.problem or unexpected else 0
 
 

@@ -130,11 +130,13 @@ def roofline(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
     for r, x in zip(points, intensities):
         _, marker, color = IMPL_STYLE[r["impl"]]
         ax.scatter(x, r["tflops"], marker=marker, color=color, s=36, zorder=3)
-        ax.annotate(_label(r).replace("TILE=", "T"), (x, r["tflops"]), textcoords="offset points", xytext=(4, 3),
-                    fontsize=6)
+        tile = config_values(r["config"]).get("TILE")
+        ax.annotate(r["rung"] + (f" T{tile}" if tile else ""), (x, r["tflops"]), textcoords="offset points",
+                    xytext=(4, 3), fontsize=6)
     for name, marker, color in IMPL_STYLE.values():
         ax.scatter([], [], marker=marker, color=color, label=name)
-    ax.set_xlabel("arithmetic intensity: flops / bytes the block tile must move (log)")
+    ax.set_xlabel("arithmetic intensity: flops / bytes the block tile must move (log); above the slanted "
+                  "roof, caches served repeats", fontsize=8)
     ax.set_ylabel("TFLOP/s achieved (log)")
     ax.set_title(f"Roofline at {size} {dtype}, ceilings measured in the same run\n{_device(doc)}", fontsize=10)
     ax.legend(fontsize=8, loc="lower right")
