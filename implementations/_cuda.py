@@ -255,24 +255,29 @@ def function_pointer(kernel) -> int:
 
 
 def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]) -> np.void:
-    """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major 16-bit matrix.
+    """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major fp16, bf16 or fp32 matrix.
 
-    `box` = (columns, rows) of the tile one copy moves, innermost first; the rows are 128 bytes
-    (64 elements), swizzled in 128-byte patterns in shared memory, and parts of a box outside the matrix
-    read as zeros. TMA needs the row pitch to be a multiple of 16 bytes (the launchers pad when not).
-    Built by cuTensorMapEncodeTiled from cuda-python; returned as a numpy struct that CuPy passes by value.
+    `box` = (columns, rows) of the tile one copy moves, innermost first; a box row is at most 128 bytes
+    (64 16-bit or 32 fp32 elements), swizzled in 128-byte patterns in shared memory, and parts of a box
+    outside the matrix read as zeros. TMA needs the row pitch to be a multiple of 16 bytes (the launchers
+    pad when not). Built by cuTensorMapEncodeTiled from cuda-python; returned as a numpy struct that
+    CuPy passes by value.
     """
     from cuda.bindings import driver
 
     rows, cols = t.shape
-    if t.element_size() != 2 or t.stride(1) != 1 or (t.stride(0) * 2) % 16 or t.data_ptr() % 16:
-        raise ValueError("tensor_map_2d takes a row-major 16-bit matrix with 16-byte aligned rows")
-    dtype = {torch.float16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
-             torch.bfloat16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16}[t.dtype]
+    size = t.element_size()
+    types = {torch.float16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
+             torch.bfloat16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
+             torch.float32: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
+    if t.dtype not in types or t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16:
+        raise ValueError("tensor_map_2d takes a row-major fp16, bf16 or fp32 matrix with 16-byte aligned rows")
+    if box[0] * size > 128:
+        raise ValueError(f"a box row of {box[0]} elements is {box[0] * size} bytes: the 128-byte swizzle allows 128")
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
     err, tensor_map = driver.cuTensorMapEncodeTiled(
-        dtype, u32(2), t.data_ptr(), [u64(cols), u64(rows)], [u64(t.stride(0) * 2)], [u32(x) for x in box],
-        [u32(1), u32(1)],
+        types[t.dtype], u32(2), t.data_ptr(), [u64(cols), u64(rows)], [u64(t.stride(0) * size)],
+        [u32(x) for x in box], [u32(1), u32(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

@@ -168,21 +168,25 @@ TRITON_CONFIGS = (
 
 
 @triton.jit
+def grouped_tile(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
+    """Tile number -> (tile row, tile column): GROUP_M tile rows at a time, column by column."""
+    per_group = GROUP_M * grid_n
+    first_row = (tile // per_group) * GROUP_M
+    rows = min(grid_m - first_row, GROUP_M)  # the last group may be shorter
+    in_group = tile % per_group
+    return first_row + in_group % rows, in_group // rows
+
+
+@triton.jit
 def autotuned_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
     # ---- 1. map this program to a tile of C, GROUP_M block rows at a time, column by column ----
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    pid = tl.program_id(0)
-    per_group = GROUP_M * grid_n
-    first_row = (pid // per_group) * GROUP_M
-    rows = min(grid_m - first_row, GROUP_M)  # the last group may be shorter
-    in_group = pid % per_group
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     block_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-               first_row + in_group % rows, in_group // rows, BLOCK_M, BLOCK_N, BLOCK_K)
+               pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
 tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(autotuned_kernel)

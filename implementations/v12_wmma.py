@@ -43,6 +43,7 @@ import triton.language as tl
 from ._cuda import CudaSource, bind, check_grid, rows_aligned
 from ._registry import Variant
 from ._triton import check_blocks, warps_for
+from .v11_autotuned import grouped_tile
 
 CUDA_TYPES = {torch.float16: "__half", torch.bfloat16: "__nv_bfloat16"}
 TILE = {"BM": 128, "BN": 128, "BK": 32, "WM": 64, "WN": 32}
@@ -77,14 +78,7 @@ def dot_kernel(
     INPUT_PRECISION: tl.constexpr,
 ):
     # ---- 1. map this program to a tile of C, GROUP_M block rows at a time (GROUP_M = 1: row-major) ----
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    pid = tl.program_id(0)
-    per_group = GROUP_M * grid_n
-    first_row = (pid // per_group) * GROUP_M
-    rows = min(grid_m - first_row, GROUP_M)
-    pid_m = first_row + (pid % per_group) % rows
-    pid_n = (pid % per_group) // rows
+    pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     offs_k = tl.arange(0, BLOCK_K)

@@ -43,6 +43,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ._cuda import CudaSource, bind, check_grid, tensor_map_2d
 from ._registry import Variant
+from .v11_autotuned import grouped_tile
 
 BM, BN, BK = 128, 128, 64
 STAGES = 4
@@ -123,12 +124,8 @@ def tma_persistent_kernel(
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    per_group = GROUP_M * grid_n
     for tile in range(tl.program_id(0), grid_m * grid_n, tl.num_programs(0)):
-        first_row = (tile // per_group) * GROUP_M
-        rows = min(grid_m - first_row, GROUP_M)
-        pid_m = first_row + (tile % per_group) % rows
-        pid_n = (tile % per_group) // rows
+        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kb in range(k_tiles):
             # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight) ----
@@ -149,8 +146,10 @@ def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int) -
     return min(sm_count(device), tiles) if device.type == "cuda" else tiles
 
 
-def launch_tma_persistent(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, **knobs):
-    """`tma_persistent_kernel` on padded-if-needed operands: returns the run (refresh + launch)."""
+def launch_tma_persistent(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, kernel=None, **knobs):
+    """`kernel` (by default `tma_persistent_kernel`, or one with its parameters) on padded-if-needed
+    operands: returns the run (refresh + launch)."""
+    kernel = kernel or tma_persistent_kernel
     M, K = a.shape
     N = b.shape[1]
     if K == 0:
@@ -161,7 +160,7 @@ def launch_tma_persistent(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, **kn
     grid = (programs(a.device, M, N, BLOCK_M, BLOCK_N),)
     check_grid(grid)
     launch = functools.partial(
-        tma_persistent_kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
+        kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
         BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, **knobs)
 
     def run():

@@ -92,11 +92,14 @@ _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
 
 
-def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile):
-    """One CUDA candidate on prepared tensor maps (the search times these; the tests check each)."""
+def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None):
+    """One CUDA candidate on prepared tensor maps (the search times these; the tests check each).
+
+    `clusters`: the persistent grid in clusters; by default as many as can be resident at once.
+    """
     cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, BN)
     smem = tile.STAGES * (BM * BK + BK * BN) * 2 + BARRIER_BYTES
-    clusters = min(resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
+    clusters = min(clusters or resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
     return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
                 (a_map, b_map, c, np.int32(M), np.int32(N), np.int32(K)), shared_mem=smem)
 
@@ -140,9 +143,9 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):
     return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile) for tile in tiles}
 
 
-def launch_tile(a, b, c, tile: Tile):
+def one_candidate(prepare, a, b, c, tile):
     """One candidate's whole run (operand refresh included): what the tests check for each candidate."""
-    refresh, runs = prepare_cuda(a, b, c, (tile,))
+    refresh, runs = prepare(a, b, c, (tile,))
 
     def run():
         refresh()
@@ -151,12 +154,20 @@ def launch_tile(a, b, c, tile: Tile):
     return run
 
 
-def warp_specialized_cuda(a, b, c):
+def launch_tile(a, b, c, tile: Tile):
+    return one_candidate(prepare_cuda, a, b, c, tile)
+
+
+def searched_cuda(a, b, c, prepare, tile: tuple[int, int]) -> TunedRun:
+    """The fastest of `prepare`'s candidates, searched at the first call per device, shape and dtype.
+
+    `prepare(a, b, c)` -> (refresh, {candidate: launch}); `tile`: the block tile (BM, BN) of C.
+    """
     M, K = a.shape
     if K == 0:
         return zero_product(c)
-    refresh, runs = prepare_cuda(a, b, c)
-    key = (torch.cuda.get_device_name(a.device), M, b.shape[1], K, a.dtype)
+    refresh, runs = prepare(a, b, c)
+    key = (prepare.__module__, torch.cuda.get_device_name(a.device), M, b.shape[1], K, a.dtype)
 
     def launch():
         refresh()
@@ -169,13 +180,17 @@ def warp_specialized_cuda(a, b, c):
         others = ", ".join(f"{t} {ms:.3f} ms" for t, ms in sorted(times.items(), key=lambda x: x[1]) if t != best)
         return f"{best}, {times[best]:.3f} ms; others: {others} ({seconds:.1f} s)"
 
-    return TunedRun(launch, chosen, lambda: (BM, BN))
+    return TunedRun(launch, chosen, lambda: tile)
+
+
+def warp_specialized_cuda(a, b, c):
+    return searched_cuda(a, b, c, prepare_cuda, (BM, BN))
 
 
 # ---- Triton: v14's persistent kernel, its best Hopper configurations searched -------------------------
 
 
-def _config(bm, bn, bk, warps, stages, group_m=8):
+def tma_config(bm, bn, bk, warps, stages, group_m=8):
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
                          num_warps=warps, num_stages=stages, pre_hook=_set_boxes)
 
@@ -187,43 +202,53 @@ def _set_boxes(nargs):
 
 
 TRITON_CONFIGS = (
-    _config(128, 256, 64, 8, 3),
-    _config(128, 256, 64, 8, 4),
-    _config(256, 128, 64, 8, 3),
-    _config(128, 128, 64, 8, 4),
-    _config(128, 128, 64, 4, 4),
-    _config(128, 256, 64, 8, 3, group_m=16),
+    tma_config(128, 256, 64, 8, 3),
+    tma_config(128, 256, 64, 8, 4),
+    tma_config(256, 128, 64, 8, 3),
+    tma_config(128, 128, 64, 8, 4),
+    tma_config(128, 128, 64, 4, 4),
+    tma_config(128, 256, 64, 8, 3, group_m=16),
 )
 
 tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(tma_persistent_kernel)
 
 
-def launch_config(a, b, c, config: triton.Config):
+def launch_config(a, b, c, config: triton.Config, kernel=tma_persistent_kernel):
     """One Triton config, without the search (the interpreter's path; the tests check each config)."""
-    return launch_tma_persistent(a, b, c, **config.kwargs, num_warps=config.num_warps, num_stages=config.num_stages)
+    return launch_tma_persistent(a, b, c, **config.kwargs, kernel=kernel, num_warps=config.num_warps,
+                                 num_stages=config.num_stages)
 
 
-def warp_specialized_triton(a, b, c):
+def searched_triton(a, b, c, kernel, tuned, configs) -> TunedRun:
+    """`tuned` (triton.autotune over `configs` of `kernel`, a kernel with v14's parameters) on a, b, c.
+
+    In the interpreter the first config runs, untimed.
+    """
     M, K = a.shape
     N = b.shape[1]
-    if isinstance(tma_persistent_kernel, InterpretedFunction) or K == 0:
-        first = TRITON_CONFIGS[0]
+    if isinstance(kernel, InterpretedFunction) or K == 0:
+        first = configs[0]
         note = f"{describe(first)} (interpreter: first config, untimed)"
-        return TunedRun(launch_config(a, b, c, first), lambda: note, lambda: block_of(first))
+        return TunedRun(launch_config(a, b, c, first, kernel), lambda: note, lambda: block_of(first))
     a_t, b_t, refresh = tma_operands(a, b)
-    a_desc = TensorDescriptor.from_tensor(a_t, [BM, BK])  # boxes reset per config by _set_boxes
-    b_desc = TensorDescriptor.from_tensor(b_t, [BK, BN])
+    box = configs[0].kwargs  # the boxes are reset per config by _set_boxes
+    a_desc = TensorDescriptor.from_tensor(a_t, [box["BLOCK_M"], box["BLOCK_K"]])
+    b_desc = TensorDescriptor.from_tensor(b_t, [box["BLOCK_K"], box["BLOCK_N"]])
     check_grid((programs(a.device, M, N, 64, 64),))
     launch = functools.partial(
-        tuned_kernel[lambda meta: (programs(a.device, M, N, meta["BLOCK_M"], meta["BLOCK_N"]),)],
+        tuned[lambda meta: (programs(a.device, M, N, meta["BLOCK_M"], meta["BLOCK_N"]),)],
         a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1))
 
     def run():
         refresh()
         return launch()
 
-    return TunedRun(run, lambda: f"{describe(tuned_kernel.best_config)} (fastest of {len(TRITON_CONFIGS)})",
-                    lambda: block_of(tuned_kernel.best_config))
+    return TunedRun(run, lambda: f"{describe(tuned.best_config)} (fastest of {len(configs)})",
+                    lambda: block_of(tuned.best_config))
+
+
+def warp_specialized_triton(a, b, c):
+    return searched_triton(a, b, c, tma_persistent_kernel, tuned_kernel, TRITON_CONFIGS)
 
 
 VARIANT = Variant(

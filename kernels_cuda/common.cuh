@@ -62,3 +62,11 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 // copies are not covered: a __syncthreads() after it makes the whole tile visible to the block.
 template <int pending>
 __device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(pending)); }
+
+// An fp32 value rounded to tf32 (10 explicit mantissa bits, to nearest, ties away from zero), as the
+// tensor cores' tf32 instructions take it; cuBLAS rounds the same way.
+__device__ __forceinline__ unsigned to_tf32(float x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+    return r;
+}

@@ -1,9 +1,9 @@
-// Hopper (sm_90a) building blocks shared by v14 and v15, each a thin wrapper over one PTX instruction:
+// Hopper (sm_90a) building blocks shared by v14-v16, each a thin wrapper over one PTX instruction:
 // the TMA copy engine (cp.async.bulk.tensor), mbarriers that count arrivals and bytes, wgmma (a
 // warpgroup's asynchronous matrix multiply reading its operands from shared memory through
-// descriptors), setmaxnreg, and the cluster primitives for TMA multicast. Elements are 16-bit (fp16 or
-// bf16) and held as unsigned short: nothing here needs cuda_fp16.h, so NVRTC compiles it with no
-// CUDA headers at all.
+// descriptors), setmaxnreg, and the cluster primitives for TMA multicast. 16-bit elements (fp16 or
+// bf16) are held as unsigned short and tf32 ones as unsigned: nothing here needs cuda_fp16.h, so NVRTC
+// compiles it with no CUDA headers at all.
 #pragma once
 #include "half.cuh"
 
@@ -38,10 +38,13 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
 }
 
 // An arrival on the barrier at the same offset in CTA `cta` of this cluster (possibly this CTA).
+// Release at CTA scope (the default), as CUTLASS's cluster barrier does: what the arrival must order
+// are the consumers' wgmma reads, already complete at wgmma.wait_group. `.release.cluster` compiles to
+// MEMBAR.ALL.GPU before every arrival, which halved the speed of v15's cluster candidates.
 __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned cta) {
     asm volatile(
         "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"
-        "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)), "r"(cta)
+        "mbarrier.arrive.shared::cluster.b64 _, [remote];\n}\n" ::"r"(smem_addr(bar)), "r"(cta)
         : "memory");
 }
 
@@ -84,9 +87,19 @@ __device__ __forceinline__ unsigned cluster_rank() {
 }
 
 // Every thread of every CTA in the cluster arrives and waits (release/acquire: shared-memory writes
-// before it are visible to the cluster after it).
+// before it are visible to the cluster after it). Not `.aligned`: the threads of a warp may reach it at
+// different times (the producer warp's copy-issuing thread arrives last).
 __device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
+// Persistent-grid tile t -> (row, column) in grouped order: group_m rows at a time, column by column, so
+// the A and B panels in use stay in L2 (v11's order).
+__device__ __forceinline__ void grouped_tile(int t, int rows, int cols, int group_m, int& row, int& col) {
+    const int per_group = group_m * cols, first = (t / per_group) * group_m;
+    const int height = min(rows - first, group_m), in_group = t % per_group;
+    row = first + in_group % height;
+    col = in_group / height;
 }
 
 // ---- registers per thread, moved between warpgroups (the kernel needs __launch_bounds__(threads, 1)) ----
@@ -168,6 +181,17 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 a, u64 b, 
         asm volatile(TVC_WGMMA("m64n256k16", "f16", TVC_REGS128, "%128", "%129", "%130")
                      : TVC_ACC128 : "l"(a), "l"(b), "r"(accumulate));
     }
+}
+
+// D (64×256, fp32) += A (64×8, tf32, from registers) · B (8×256, tf32, K-major in shared memory).
+// tf32 wgmma reads a shared-memory operand K-major only (the transpose immediates exist for 16-bit
+// types alone); an operand in registers has no such restriction. Thread t of the warpgroup holds A at
+// rows 16·(t/32) + (t%32)/4 (+8: a1, a3) and columns t%4 (+4: a2, a3), as mma.m16n8k8 does per warp.
+__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], const unsigned (&a)[4], u64 b, int accumulate) {
+    asm volatile(
+        "{\n.reg .pred acc;\nsetp.ne.b32 acc, %133, 0;\nwgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " TVC_REGS128
+        ", {%128, %129, %130, %131}, %132, acc, 1, 1;\n}\n"
+        : TVC_ACC128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
 }
 
 // The accumulator fragment of an m64nN wgmma: thread t of the warpgroup holds, for each 8-column

@@ -47,10 +47,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
     // Cluster tile t -> this CTA's (tile row, tile column): GROUP_M cluster rows at a time, column by column.
     auto tile_of = [&](int t, int& tile_m, int& tile_n) {
-        const int per_group = GROUP_M * tiles_n, first = (t / per_group) * GROUP_M;
-        const int rows = min(cluster_rows - first, GROUP_M), in_group = t % per_group;
-        tile_m = (first + in_group % rows) * CLUSTER_M + rank;  // past M when tiles_m is odd: TMA reads zeros, stores are masked
-        tile_n = in_group / rows;
+        grouped_tile(t, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
+        tile_m = tile_m * CLUSTER_M + rank;  // past M when tiles_m is odd: TMA reads zeros, stores are masked
     };
 
     if (threadIdx.x == 0) {
@@ -94,11 +92,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         setmaxnreg_inc<232>();
         float d[128] = {};
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
-        auto release = [&](int s) {
-            if (threadIdx.x % 128 != 0) return;
+        auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
+            const unsigned lane = threadIdx.x % 128;
             if constexpr (CLUSTER_M > 1) {
-                for (int cta = 0; cta < CLUSTER_M; ++cta) mbar_arrive_cluster(&empty[s], cta);
-            } else {
+                if (lane < CLUSTER_M) mbar_arrive_cluster(&empty[s], lane);
+            } else if (lane == 0) {
                 mbar_arrive(&empty[s]);
             }
         };

@@ -1,7 +1,8 @@
 """Check every tensor-core rung (v12 on) in both languages and every dtype it claims, on awkward and
-large shapes, each CUDA autotune candidate of v15 included; print one line per run and a summary.
+large shapes, each CUDA candidate and Triton config of v15's and v16's searches included; print one
+line per run and a summary.
 
-    python scripts/tensor_core_check.py [--rungs 12-15] [--large 4096]
+    python scripts/tensor_core_check.py [--rungs 12-16] [--large 4096]
 
 A quick GPU-side survey for a lent machine (the pytest GPU suite checks the same and more).
 """
@@ -26,22 +27,31 @@ def report(label, shape, r, start):
           f"{r.note}", flush=True)
 
 
-def check_v15_candidates(large: int) -> int:
-    """Every CUDA candidate of v15's search, not only the one it picks."""
+def check_searched_candidates(large: int) -> int:
+    """Every CUDA candidate and Triton config of v15's and v16's searches, not only the ones picked."""
     from implementations import v15_warp_specialized as v15
+    from implementations import v16_wgmma_tf32 as v16
+    from implementations.v11_autotuned import describe
 
     failures = 0
-    for dtype in ("bf16", "fp16"):
-        for shape in [(1000, 1531, 777), (300, 520, 64), (large,) * 3]:
-            for tile in v15.CUDA_CANDIDATES:
-                def prepare(a, b, tile=tile):
-                    return candidate(a, b, lambda c: v15.launch_tile(a, b, c, tile))
+    for rung, dtypes in ((v15, ("bf16", "fp16")), (v16, ("tf32",))):
+        runs = [(f"cuda {tile}", lambda a, b, c, rung=rung, tile=tile: rung.launch_tile(a, b, c, tile))
+                for tile in rung.CUDA_CANDIDATES]
+        runs += [(f"triton {describe(config)}",
+                  lambda a, b, c, rung=rung, config=config: rung.launch_config(a, b, c, config))
+                 for config in rung.TRITON_CONFIGS]
+        for dtype in dtypes:
+            for shape in [(1000, 1531, 777), (300, 520, 64), (large,) * 3]:
+                for label, launch in runs:
+                    def prepare(a, b, launch=launch):
+                        return candidate(a, b, lambda c: launch(a, b, c))
 
-                start = time.perf_counter()
-                r = _bench.measure(rung="v15", name=str(tile), config="", impl="cuda", precision=PRECISIONS[dtype],
-                                   shape=shape, device=torch.device("cuda"), seed=8, prepare=prepare)
-                failures += r.status != _bench.STATUS_OK
-                report(f"v15 {tile} {dtype}", shape, r, start)
+                    start = time.perf_counter()
+                    r = _bench.measure(rung=rung.VARIANT.tag, name=label, config="", impl=label.split()[0],
+                                       precision=PRECISIONS[dtype], shape=shape, device=torch.device("cuda"), seed=8,
+                                       prepare=prepare)
+                    failures += r.status != _bench.STATUS_OK
+                    report(f"{rung.VARIANT.tag} {label} {dtype}", shape, r, start)
     return failures
 
 
@@ -69,7 +79,7 @@ def probe_warp_specialize():
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rungs", default="12-15")
+    parser.add_argument("--rungs", default="12-16")
     parser.add_argument("--large", type=int, default=4096, help="one square size added to the shapes")
     args = parser.parse_args()
     set_fp32_matmul(tf32=True)
@@ -85,7 +95,7 @@ def main() -> int:
                         prepare=lambda a, b, v=v, lang=lang: v.prepare(lang, a, b, **v.configs[0]))
                     failures += r.status != _bench.STATUS_OK
                     report(f"{v.tag} {lang:6} {dtype}", shape, r, start)
-    failures += check_v15_candidates(args.large)
+    failures += check_searched_candidates(args.large)
     probe_warp_specialize()
     print(f"\n{failures} failure(s)")
     return 1 if failures else 0

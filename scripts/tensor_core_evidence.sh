@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tensor-core ladder on this GPU, in one go: compare.py for bf16 and fp16 at SIZES (default
 # 4096,8192) and tf32 at TF32_SIZES (default 4096), each in the same run as cuBLAS at that precision;
-# the tf32 accuracy table; and the survey of every tensor-core rung, dtype and v15 candidate.
+# the tf32 accuracy table; and the survey of every tensor-core rung, dtype and v15/v16 candidate.
 # Results (markdown, JSON, CSV, logs) go to $GPU_LOG_DIR (default ./gpu-logs).
 #   GPU_LOG_DIR=/tmp/logs scripts/tensor_core_evidence.sh
 set -uo pipefail
@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 LOG_DIR=${GPU_LOG_DIR:-./gpu-logs}
 SIZES=${SIZES:-4096,8192}
 TF32_SIZES=${TF32_SIZES:-4096}
-RUNGS=${RUNGS:-12-15}
+RUNGS=${RUNGS:-12-16}
 mkdir -p "$LOG_DIR"
 export PYTHONUNBUFFERED=1
 status=0

@@ -4,7 +4,8 @@
 
 Rows: cuBLAS with TF32 off (IEEE) and on; v13's CUDA mma.sync tf32 kernel (operands rounded with
 cvt.rna); v13's Triton kernel with input_precision "tf32", "tf32x3" (three tf32 products that recover
-fp32-level accuracy) and "ieee" (FMA on CUDA cores). Error: normwise, against float64, on N(0, 1) data.
+fp32-level accuracy) and "ieee" (FMA on CUDA cores); v16 (wgmma, Bᵀ rounded to nearest, A truncated
+by the tensor core) in both languages. Error: normwise, against float64, on N(0, 1) data.
 """
 
 import argparse
@@ -17,6 +18,7 @@ from implementations._check import PRECISIONS, compare, make_inputs, reference
 from implementations._env import set_fp32_matmul
 from implementations.v12_wmma import launch_dot
 from implementations.v13_mma_sync import VARIANT as V13
+from implementations.v16_wgmma_tf32 import VARIANT as V16
 
 
 def main():
@@ -40,7 +42,9 @@ def main():
     for label, make in [("cuBLAS, TF32 off (IEEE fp32)", cublas(False)), ("cuBLAS, TF32 on", cublas(True)),
                         ("v13 CUDA mma.sync tf32", lambda: V13.prepare("cuda", a, b)),
                         ("v13 Triton tf32", triton("tf32")), ("v13 Triton tf32x3", triton("tf32x3")),
-                        ("v13 Triton ieee", triton("ieee"))]:
+                        ("v13 Triton ieee", triton("ieee")),
+                        ("v16 CUDA wgmma tf32", lambda: V16.prepare("cuda", a, b)),
+                        ("v16 Triton wgmma tf32", lambda: V16.prepare("triton", a, b))]:
         made = make()
         run, out = (made.run, made.out) if hasattr(made, "out") else (made, c)
         out.fill_(float("nan"))

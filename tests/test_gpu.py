@@ -1,5 +1,7 @@
 """GPU-only checks: large shapes, the race caught, the launch refusals, timing, and compiler evidence."""
 
+import importlib
+
 import pytest
 import torch
 
@@ -132,33 +134,38 @@ def test_every_triton_autotune_config_is_correct(shape):
         assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
-def test_every_v15_cuda_candidate_is_correct(shape, dtype):
-    from implementations import v15_warp_specialized as v15
+# The Hopper rungs whose search may pick any candidate on some GPU, with each dtype they claim.
+SEARCHED = [("v15_warp_specialized", "bf16"), ("v15_warp_specialized", "fp16"), ("v16_wgmma_tf32", "tf32")]
 
-    if gpu_skip_reason(select("15")[0], "cuda", dtype):
-        pytest.skip(gpu_skip_reason(select("15")[0], "cuda", dtype))
-    for tile in v15.CUDA_CANDIDATES:
+
+@pytest.mark.parametrize("module, dtype", SEARCHED)
+@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
+def test_every_cuda_candidate_of_the_hopper_searches_is_correct(shape, module, dtype):
+    rung = importlib.import_module(f"implementations.{module}")
+    if gpu_skip_reason(rung.VARIANT, "cuda", dtype):
+        pytest.skip(gpu_skip_reason(rung.VARIANT, "cuda", dtype))
+    for tile in rung.CUDA_CANDIDATES:
         result = _bench.measure(
-            rung="v15", name="warp_specialized", config=str(tile), impl="cuda", precision=PRECISIONS[dtype],
+            rung=rung.VARIANT.tag, name=rung.VARIANT.name, config=str(tile), impl="cuda", precision=PRECISIONS[dtype],
             shape=shape, device=torch.device("cuda"), seed=15,
-            prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v15.launch_tile(a, b, c, tile)))
+            prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: rung.launch_tile(a, b, c, tile)))
         assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
 
 
+@pytest.mark.parametrize("module, dtype", SEARCHED)
 @pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
-def test_every_v15_triton_config_is_correct_on_the_gpu(shape):
-    from implementations import v15_warp_specialized as v15
+def test_every_triton_config_of_the_hopper_searches_is_correct_on_the_gpu(shape, module, dtype):
+    from implementations.v11_autotuned import describe
 
+    rung = importlib.import_module(f"implementations.{module}")
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("tensor descriptors (TMA) need compute capability 9.0")
-    for config in v15.TRITON_CONFIGS:
+    for config in rung.TRITON_CONFIGS:
         result = _bench.measure(
-            rung="v15", name="warp_specialized", config=v15.describe(config), impl="triton",
-            precision=PRECISIONS["bf16"], shape=shape, device=torch.device("cuda"), seed=15,
-            prepare=lambda a, b, config=config: candidate(a, b, lambda c: v15.launch_config(a, b, c, config)))
-        assert result.status == _bench.STATUS_OK, (v15.describe(config), result.error, result.bound, result.note)
+            rung=rung.VARIANT.tag, name=rung.VARIANT.name, config=describe(config), impl="triton",
+            precision=PRECISIONS[dtype], shape=shape, device=torch.device("cuda"), seed=15,
+            prepare=lambda a, b, config=config: candidate(a, b, lambda c: rung.launch_config(a, b, c, config)))
+        assert result.status == _bench.STATUS_OK, (describe(config), result.error, result.bound, result.note)
 
 
 def test_triton_tma_rung_compiles_to_wgmma_and_bulk_tensor_copies():

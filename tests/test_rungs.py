@@ -4,6 +4,8 @@ Triton rungs run wherever the tests run: compiled on a GPU, in Triton's interpre
 machine. CUDA C rungs need a GPU (marker `gpu`).
 """
 
+import importlib
+
 import pytest
 
 from implementations import _bench
@@ -62,14 +64,16 @@ def test_every_triton_autotune_config_matches_reference(shape, device):
         assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
 
 
+@pytest.mark.parametrize("module, dtype", [("v15_warp_specialized", "fp16"), ("v16_wgmma_tf32", "tf32")])
 @pytest.mark.parametrize("shape", [*AWKWARD_SHAPES, (300, 600, 70)], ids=param_id)
-def test_every_v15_triton_config_matches_reference(shape, device):
-    """v15's Triton search may pick any of its configs on some GPU: all of them are checked here."""
-    from implementations import v15_warp_specialized as v15
+def test_every_hopper_triton_config_matches_reference(shape, device, module, dtype):
+    """v15's and v16's Triton searches may pick any of their configs on some GPU: all of them are checked."""
+    from implementations.v11_autotuned import describe
 
-    for config in v15.TRITON_CONFIGS:
+    rung = importlib.import_module(f"implementations.{module}")
+    for config in rung.TRITON_CONFIGS:
         result = _bench.measure(
-            rung="v15", name="warp_specialized", config=v15.describe(config), impl="triton",
-            precision=PRECISIONS["fp16"], shape=shape, device=device, seed=15,
-            prepare=lambda a, b, config=config: candidate(a, b, lambda c: v15.launch_config(a, b, c, config)))
-        assert result.status == _bench.STATUS_OK, (v15.describe(config), result.error, result.bound, result.note)
+            rung=rung.VARIANT.tag, name=rung.VARIANT.name, config=describe(config), impl="triton",
+            precision=PRECISIONS[dtype], shape=shape, device=device, seed=15,
+            prepare=lambda a, b, config=config: candidate(a, b, lambda c: rung.launch_config(a, b, c, config)))
+        assert result.status == _bench.STATUS_OK, (describe(config), result.error, result.bound, result.note)
