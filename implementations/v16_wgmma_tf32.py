@@ -103,7 +103,9 @@ def round_to_tf32(x):
     return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
 
 
-@triton.jit
+# stride_cm is not specialised: when it is 1 (N = 1) Triton would make C's rows the contiguous axis of the
+# transposed store and convert the 128 KB accumulator layout through shared memory, past the limit.
+@triton.jit(do_not_specialize=["stride_cm"])
 def wgmma_tf32_kernel(
     a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,

@@ -38,7 +38,9 @@ __global__ void __launch_bounds__(384, 1)
     constexpr int BM = V16_BM, BN = V16_BN, BK = V16_BK;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles (1024-byte aligned for the swizzle), barriers ----
     extern __shared__ unsigned char smem_raw[];
-    unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
+    // Aligned by an offset, not through an integer, so that the compiler still knows the fragment loads
+    // read shared memory (LDS rather than generic loads).
+    unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     unsigned char* a_tiles = smem;
     float* b_tiles = reinterpret_cast<float*>(smem + STAGES * V16_A_BYTES);
     u64* full = reinterpret_cast<u64*>(smem + STAGES * (V16_A_BYTES + V16_B_BYTES));
@@ -104,13 +106,14 @@ __global__ void __launch_bounds__(384, 1)
                     wgmma_m64n256k8_tf32(d, frag[kk], smem_desc(a_tile + kk * 32, 16, 1024), kb > 0 || kk > 0);
                 }
                 wgmma_commit();
-                // Release the previous k-block's slot: its wgmmas are done.
-                wgmma_wait<1>();
-                if (kb > 0 && t == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
+                // Unlike v15, wait for this k-block's wgmmas before going on: they read `frag` from registers
+                // until they finish, and the compiler, which sees only the issue, would load the next k-block's
+                // fragments into the same registers. The other consumer warpgroup's wgmmas keep the tensor
+                // cores busy meanwhile.
+                wgmma_wait<0>();
+                if (t == 0) mbar_arrive(&empty[s]);
             }
-            wgmma_wait<0>();
             fence_accumulators(d);
-            if (t == 0) mbar_arrive(&empty[(it - 1) % STAGES]);
             // ---- 4. write back, transposed: d holds Cᵀ (rows n, n + 8; columns m, m + 1 per 8-column block) ----
             const int col = tile_n * BN + n, row = tile_m * BM + 2 * k;
 #pragma unroll
