@@ -78,6 +78,30 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDescri
         : "memory");
 }
 
+// ---- TMA stores: a box of shared memory into the matrix, clipped at its edges ----
+
+// Generic-proxy writes to shared memory (st.shared) made visible to the async proxy (a TMA store).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+__device__ __forceinline__ void tma_store_2d(const TmaDescriptor* desc, const void* src, int inner, int outer) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(desc),
+                 "r"(smem_addr(src)), "r"(inner), "r"(outer)
+                 : "memory");
+}
+
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Wait until at most `pending` committed store groups of this thread still read shared memory.
+template <int pending>
+__device__ __forceinline__ void bulk_wait_read() {
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(pending) : "memory");
+}
+
+// A barrier for the `threads` threads (whole warps) that use barrier `id` (1-15; 0 is __syncthreads).
+__device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 // ---- clusters ----
 
 __device__ __forceinline__ unsigned cluster_rank() {

@@ -5,7 +5,7 @@
 // C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C in the input type; all row-major.
 // Template <IS_BF16, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×256×64. Launch: 384 threads
 // (three warpgroups), grid = CLUSTER_M × min(SMs / CLUSTER_M, cluster tiles), persistent. Dynamic
-// shared memory: STAGES × 48 KB of tiles + 1 KB. Needs sm_90a.
+// shared memory: STAGES × 48 KB of tiles + 32 KB for C + 1 KB. Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -22,23 +22,65 @@
 //     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster.
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2.
+//   - Epilogue. Each consumer warpgroup writes its 64×256 block of C, rounded, into a swizzled 16 KB
+//     staging buffer half by half, and one thread hands each half to TMA (a bulk tensor store that
+//     clips at the matrix edges); the warpgroup goes on to its next tile while the copy engine writes.
+//     When C's rows are not 16-byte aligned (N % 8 != 0) TMA cannot write C, and the accumulators are
+//     stored straight from registers as in v14.
 #include "hopper.cuh"
 
 constexpr int V15_BM = 128, V15_BN = 256, V15_BK = 64;
 constexpr int V15_A_BYTES = V15_BM * V15_BK * 2, V15_B_BYTES = V15_BK * V15_BN * 2;  // 16 KB, 32 KB
 constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;                                      // one 64-column box
+constexpr int V15_C_BOX_BYTES = 64 * 64 * 2, V15_C_STAGE_BYTES = 2 * V15_C_BOX_BYTES;  // per consumer: 16 KB
+
+// Byte offset of C element (row, col) of a 64×128 half block in the staging buffer: two 64-column boxes
+// with TMA's 128-byte swizzle (16-byte chunk XOR row % 8), so a warp's 4-byte writes hit 32 banks.
+__device__ __forceinline__ int c_stage_offset(int row, int col) {
+    return (col / 64) * V15_C_BOX_BYTES + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
+}
+
+// A consumer warpgroup's 64×256 block of C (accumulators d, rows from row0, columns from col0) through
+// its staging buffer and TMA, 128 columns at a time. Thread 0 of the warpgroup issues the stores and
+// waits, before the buffer is written again, until the previous store has read it.
+template <int IS_BF16>
+__device__ __forceinline__ void store_via_tma(const float (&d)[128], unsigned char* stage, const TmaDescriptor* c_map,
+                                              int row0, int col0, unsigned barrier_id) {
+    const int t = threadIdx.x % 128, row = 16 * (t / 32) + (t % 32) / 4, col = 2 * (t % 4);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+        if (t == 0) bulk_wait_read<0>();
+        named_barrier(barrier_id, 128);
+#pragma unroll
+        for (int j = 16 * half; j < 16 * half + 16; ++j) {
+            const int cc = 8 * j + col - 128 * half;
+            *reinterpret_cast<unsigned*>(stage + c_stage_offset(row, cc)) = pack2<IS_BF16>(d[4 * j], d[4 * j + 1]);
+            *reinterpret_cast<unsigned*>(stage + c_stage_offset(row + 8, cc)) = pack2<IS_BF16>(d[4 * j + 2], d[4 * j + 3]);
+        }
+        fence_proxy_async();
+        named_barrier(barrier_id, 128);
+        if (t == 0) {
+            tma_store_2d(c_map, stage, col0 + 128 * half, row0);
+            tma_store_2d(c_map, stage + V15_C_BOX_BYTES, col0 + 128 * half + 64, row0);
+            bulk_commit();
+        }
+    }
+}
 
 template <int IS_BF16, int STAGES, int CLUSTER_M, int GROUP_M>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
-                     unsigned short* __restrict__ c, int M, int N, int K) {
+                     const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
+                     int c_by_tma) {
     constexpr int BM = V15_BM, BN = V15_BN, BK = V15_BK, B_BOXES = BN / 64;
-    // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles (1024-byte aligned for the swizzle), barriers ----
+    // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
+    //         for the swizzle), barriers ----
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
     unsigned char* a_tiles = smem;
     unsigned char* b_tiles = smem + STAGES * V15_A_BYTES;
-    u64* full = reinterpret_cast<u64*>(b_tiles + STAGES * V15_B_BYTES);
+    unsigned char* c_stages = b_tiles + STAGES * V15_B_BYTES;
+    u64* full = reinterpret_cast<u64*>(c_stages + 2 * V15_C_STAGE_BYTES);
     u64* empty = full + STAGES;
 
     const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
@@ -124,8 +166,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             fence_accumulators(d);
             release((it - 1) % STAGES);
             // ---- 4. write back, while the producer already fills the ring with the next tile ----
-            store_accumulators<IS_BF16>(d, c, M, N, tile_m * BM + (warpgroup - 1) * 64, tile_n * BN);
+            const int row0 = tile_m * BM + (warpgroup - 1) * 64;
+            if (c_by_tma) {
+                store_via_tma<IS_BF16>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
+                                       warpgroup);
+            } else {
+                store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
+            }
         }
+        if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read
     }
     // No CTA may exit while its peer can still multicast into it or arrive on its barriers.
     if constexpr (CLUSTER_M > 1) cluster_sync();
