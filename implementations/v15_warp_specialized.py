@@ -11,6 +11,11 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   every consumer warpgroup arrives on the `empty` barrier of each CTA in the cluster (remote mbarrier
   arrive through `mapa`).
 - L2-aware order: clusters walk GROUP_M cluster rows at a time, column by column.
+- Epilogue through TMA: each consumer warpgroup rounds its 64×256 block into a swizzled 16 KB staging
+  buffer, 128 columns at a time, and one thread hands it to a TMA bulk tensor store (clipped at the
+  matrix edges); the warpgroup starts its next tile while the copy engine writes. When C's rows are
+  not 16-byte aligned (N % 8 != 0) TMA cannot write C, and the accumulators go straight from registers
+  to memory as in v14.
 The CUDA side searches a few template instantiations (stages, cluster size, group size) at the first
 call per device and shape, as v11 does, and reports its choice.
 
@@ -34,17 +39,21 @@ best Hopper configurations searched (larger tiles, deeper pipelines, grouped ord
 tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100 worklogs
-with these four techniques report 101-107%. Measured (H100 80GB HBM3, same run as cuBLAS,
-docs/results/h100_tc_bf16.md and h100_tc_fp16.md): CUDA C 84-85% at 4096³ and 86-90% at 8192³, Triton
-94-97%. Below the aim, and why, as far as measured:
-- The clusters do not pay yet: every CLUSTER_M = 2 candidate takes 1.9× the time of CLUSTER_M = 1
-  (4096³ bf16: 0.42 against 0.22 ms), at both sizes, with the persistent grid sized by
-  cuOccupancyMaxActiveClusters. The results are right (every candidate is checked), so the pairs
-  serialise somewhere; not yet profiled. The search picks CLUSTER_M = 1, so multicast is not in the
-  measured figure.
-- The epilogue stores C straight from the accumulator registers (4-byte stores, a quad of lanes per
-  16 bytes), where the fastest kernels stage C through shared memory and store it with TMA.
-- 128×256 tiles on 132 SMs: 512 tiles at 4096³ are 3.9 waves, the last one 88% full.
+with these techniques report 101-107%. Measured (H100 80GB HBM3, same run as cuBLAS,
+docs/results/h100_tc_bf16.md and h100_tc_fp16.md, per-call event timing): CUDA C 96.0% (bf16) and
+97.5% (fp16) at 4096³, 96.3% and 95.6% at 8192³; Triton 95.0-97.5%. Other runs of the same code gave
+the CUDA side 92.8-104.4% at 8192³ (cuBLAS's own spread there is ±4-8%), and with CUDA-graph timing
+98.3% at 4096³ and 100.2% at 8192³ (docs/results/h100_tc_graph.md). Two findings on the way there:
+- `mbarrier.arrive.release.cluster` (the remote arrival that frees a slot in the peer CTA) compiles to
+  MEMBAR.ALL.GPU before every arrival. With it the CLUSTER_M = 2 candidates ran at half the speed of
+  CLUSTER_M = 1 (0.425 against 0.219 ms at 4096³ bf16, found by reading the SASS); the CTA-scope arrival
+  CUTLASS uses needs no fence, and the pairs now beat single CTAs (0.191 against 0.198 ms) because each
+  CTA reads only half of B from L2.
+- The TMA-store epilogue took the 4096³ bf16 figure from 88.5% to 96-98%.
+- Clusters of four (a quarter of B per CTA) were slower: 82% against 93% (scripts/probe_hopper.py).
+What still holds it below cuBLAS, as far as measured: both consumer warpgroups finish a tile together,
+so the tensor cores idle during every epilogue (CUTLASS's "ping-pong" schedule staggers two consumers
+by half a tile to hide it), and 512 tiles of 128×256 at 4096³ are 3.9 waves on 132 SMs.
 """
 
 import functools

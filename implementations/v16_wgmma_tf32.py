@@ -30,10 +30,26 @@ CUDA C and Triton side by side:
 
 What Triton does for you, and what it does not: given `tl.dot(a, b)` on fp32 with tf32 precision it
 also emits wgmma, but it meets B's N-major tile by copying it through registers into a second, K-major
-shared-memory buffer every k-step and waiting for each wgmma before the next: 18-21% of cuBLAS at
-4096³ on an H100 (scripts/probe_hopper.py). The Cᵀ form is this rung's, in both languages.
+shared-memory buffer every k-step and waiting for each wgmma before the next: 19-21% of cuBLAS at
+4096³ on an H100 (v14's kernel on fp32, scripts/probe_hopper.py). The Cᵀ form is this rung's, in both
+languages. Transposing B with torch first would cost 0.142 ms per call at 4096², 39% of cuBLAS's time.
+
+A trap on the CUDA side, and what it costs: wgmma reads a register operand *asynchronously*, until the
+wgmma.wait_group that retires it, but the compiler's liveness ends at the instruction. With v15's
+"wait for the previous k-block only" (wait_group 1), ptxas loaded the next fragments into the very
+registers the running wgmmas were reading (SASS: LDS into R152-R167 with one group in flight): wrong
+results, different from run to run. Keeping the old fragments alive with an empty asm after the wait
+makes ptxas serialise every wgmma instead (warning C7513). So each k-block waits for its own wgmmas
+(wait_group 0) before the next fragments are loaded; the other consumer warpgroup's wgmmas keep the
+tensor cores busy meanwhile. Triton's pipeliner handles this itself.
 
 What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS.
+Measured at 4096³ (H100 80GB HBM3, same run as cuBLAS TF32, docs/results/h100_tc_tf32.md): CUDA C
+91.1%, Triton 89.3% (90.7-92.6% in other runs); with CUDA-graph timing 99.5% and 93.9%. Error 4.7e-4
+against cuBLAS's 2.9e-4, consistent with A being truncated to tf32 by the tensor core (only Bᵀ is
+rounded here) where cuBLAS rounds both. What limits it: the wait per k-block, scalar fragment loads
+with 2-way bank conflicts, an epilogue that stores from registers (fp32 C, 32-byte sectors written
+whole), and no clusters.
 """
 
 from typing import NamedTuple

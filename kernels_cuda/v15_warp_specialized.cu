@@ -19,7 +19,8 @@
 //   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
 //     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
 //     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
-//     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster.
+//     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster
+//     (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2.
 //   - Epilogue. Each consumer warpgroup writes its 64×256 block of C, rounded, into a swizzled 16 KB
