@@ -101,15 +101,15 @@ _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
 
 
-C_STAGE_BYTES = 2 * 64 * 128 * 2  # two 64×128 staging buffers of C, one per consumer warpgroup
+C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consumer warpgroup
 
 
-def c_tensor_map(c: torch.Tensor, fallback):
-    """(C's tensor map, 1) when TMA can write C (16-byte aligned rows), else (`fallback`, 0): the kernel
-    then stores from registers and never reads the map."""
+def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
+    """(C's tensor map with this box, 1) when TMA can write C (16-byte aligned rows), else (`fallback`,
+    0): the kernel then stores from registers and never reads the map."""
     if (c.shape[1] * c.element_size()) % 16 or c.data_ptr() % 16:
         return fallback, np.int32(0)
-    return tensor_map_2d(c, (64, 64)), np.int32(1)  # box: 64 columns × 64 rows, half a consumer's block
+    return tensor_map_2d(c, box), np.int32(1)
 
 
 def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None):
@@ -120,7 +120,7 @@ def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None 
     cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, BN)
     smem = tile.STAGES * (BM * BK + BK * BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
     clusters = min(clusters or resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
-    c_map, c_by_tma = c_tensor_map(c, a_map)
+    c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
     return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
                 (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma), shared_mem=smem)
 

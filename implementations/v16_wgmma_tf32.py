@@ -63,7 +63,8 @@ from ._registry import Variant
 from .v11_autotuned import grouped_tile
 from .v14_wgmma_tma import BARRIER_BYTES, sm_count, tma_operands
 from .v15_warp_specialized import launch_config as launch_v14_config
-from .v15_warp_specialized import one_candidate, searched_cuda, searched_triton, tma_config
+from .v15_warp_specialized import (C_STAGE_BYTES, c_tensor_map, one_candidate, searched_cuda, searched_triton,
+                                   tma_config)
 
 BM, BN, BK = 256, 128, 32
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -94,9 +95,10 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):
     a_t, b_t, refresh = tma_operands(a, b)
     a_map = tensor_map_2d(a_t, (BK, BM))  # box: 32 k × 256 rows (128-byte rows)
     b_map = tensor_map_2d(b_t, (32, BK))  # box: 32 columns × 32 k; four per stage
+    c_map, c_by_tma = c_tensor_map(c, (32, 64), a_map)  # box: 32 columns × 64 rows, one of a round's two
     grid = (min(sm_count(a.device), triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
-    args = (a_map, b_map, c, np.int32(M), np.int32(N), np.int32(K))
-    smem = {t: t.STAGES * (BM * BK + BK * BN) * 4 + BARRIER_BYTES for t in tiles}
+    args = (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma)
+    smem = {t: t.STAGES * (BM * BK + BK * BN) * 4 + C_STAGE_BYTES + BARRIER_BYTES for t in tiles}
     return refresh, {t: bind(KERNELS, t.kernel(), grid, (THREADS,), args, shared_mem=smem[t]) for t in tiles}
 
 

@@ -3,7 +3,7 @@
 // C (M×N) = A (M×K) · B (K×N), fp32 in and out, products of tf32-rounded operands accumulated in fp32;
 // all row-major. Template <STAGES, GROUP_M>; tile BM×BN×BK = 256×128×32. Launch: 384 threads (a
 // producer warpgroup and two consumer warpgroups, as v15), grid = min(SMs, tiles), persistent.
-// Dynamic shared memory: STAGES × 48 KB of tiles + 1 KB. Needs sm_90a.
+// Dynamic shared memory: STAGES × 48 KB of tiles + 32 KB for C + 1 KB. Needs sm_90a.
 //
 // The obstacle, and the way round it:
 //   - wgmma reads a 32-bit operand from shared memory only K-major (the transpose bits exist for 16-bit
@@ -15,8 +15,10 @@
 //     swizzled B tile with four scalar loads per k8 step and rounds it (cvt.rna, as v13 and cuBLAS do);
 //     the A tile goes to wgmma straight from shared memory (the tensor core truncates it to tf32).
 //   - The accumulators hold Cᵀ: thread t has Cᵀ rows (C columns) n, n + 8 and Cᵀ columns (C rows)
-//     m, m + 1, ... . The store writes them transposed: eight consecutive lanes write eight consecutive
-//     floats of one C row, so every 32-byte sector is written whole.
+//     m, m + 1, ... . The epilogue transposes them on the way into v15's swizzled staging buffer (64
+//     rows of C × 64 columns per round, four rounds per consumer) and TMA stores C from there. When C's
+//     rows are not 16-byte aligned (N % 4 != 0) they are stored from registers instead: eight
+//     consecutive lanes write eight consecutive floats of one C row, every 32-byte sector whole.
 // Everything else is v15's: roles, setmaxnreg, the full/empty ring, the grouped persistent order.
 #include "common.cuh"
 #include "hopper.cuh"
@@ -31,19 +33,53 @@ __device__ __forceinline__ int b_offset(int k, int n) {
     return (n / 32) * V16_B_BOX_FLOATS + k * 32 + ((((n % 32) / 4) ^ (k % 8)) * 4) + n % 4;
 }
 
+constexpr int V16_C_BOX_BYTES = 64 * 32 * 4, V16_C_STAGE_BYTES = 2 * V16_C_BOX_BYTES;  // per consumer: 16 KB
+
+// A consumer warpgroup's Cᵀ block (64 columns n of C × 256 rows m) through its staging buffer and TMA,
+// 64 rows of C at a time: element (m, n) of a round goes to box n/32, row m, 16-byte chunk (n%32)/4
+// XOR m%8, so a warp's transposed 4-byte writes still hit 32 different banks.
+__device__ __forceinline__ void store_transposed_via_tma(const float (&d)[128], unsigned char* stage,
+                                                         const TmaDescriptor* c_map, int row0, int col0,
+                                                         unsigned barrier_id) {
+    const int t = threadIdx.x % 128, n = 16 * (t / 32) + (t % 32) / 4, k = t % 4;
+#pragma unroll
+    for (int round = 0; round < 4; ++round) {
+        if (t == 0) bulk_wait_read<0>();
+        named_barrier(barrier_id, 128);
+#pragma unroll
+        for (int j = 8 * round; j < 8 * round + 8; ++j) {
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int m = 8 * (j % 8) + 2 * k + q % 2, nn = n + 8 * (q / 2);
+                const int offset = (nn / 32) * V16_C_BOX_BYTES + m * 128 + ((((nn % 32) / 4) ^ (m % 8)) * 16) + (nn % 4) * 4;
+                *reinterpret_cast<float*>(stage + offset) = d[4 * j + q];
+            }
+        }
+        fence_proxy_async();
+        named_barrier(barrier_id, 128);
+        if (t == 0) {
+            tma_store_2d(c_map, stage, col0, row0 + 64 * round);
+            tma_store_2d(c_map, stage + V16_C_BOX_BYTES, col0 + 32, row0 + 64 * round);
+            bulk_commit();
+        }
+    }
+}
+
 template <int STAGES, int GROUP_M>
 __global__ void __launch_bounds__(384, 1)
     wgmma_tf32(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
-               float* __restrict__ c, int M, int N, int K) {
+               const __grid_constant__ TmaDescriptor c_map, float* __restrict__ c, int M, int N, int K, int c_by_tma) {
     constexpr int BM = V16_BM, BN = V16_BN, BK = V16_BK;
-    // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles (1024-byte aligned for the swizzle), barriers ----
+    // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
+    //         for the swizzle), barriers ----
     extern __shared__ unsigned char smem_raw[];
     // Aligned by an offset, not through an integer, so that the compiler still knows the fragment loads
     // read shared memory (LDS rather than generic loads).
     unsigned char* smem = smem_raw + ((1024 - (smem_addr(smem_raw) & 1023)) & 1023);
     unsigned char* a_tiles = smem;
     float* b_tiles = reinterpret_cast<float*>(smem + STAGES * V16_A_BYTES);
-    u64* full = reinterpret_cast<u64*>(smem + STAGES * (V16_A_BYTES + V16_B_BYTES));
+    unsigned char* c_stages = smem + STAGES * (V16_A_BYTES + V16_B_BYTES);
+    u64* full = reinterpret_cast<u64*>(c_stages + 2 * V16_C_STAGE_BYTES);
     u64* empty = full + STAGES;
 
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
@@ -115,15 +151,21 @@ __global__ void __launch_bounds__(384, 1)
             }
             fence_accumulators(d);
             // ---- 4. write back, transposed: d holds Cᵀ (rows n, n + 8; columns m, m + 1 per 8-column block) ----
-            const int col = tile_n * BN + n, row = tile_m * BM + 2 * k;
+            if (c_by_tma) {
+                store_transposed_via_tma(d, c_stages + (warpgroup - 1) * V16_C_STAGE_BYTES, &c_map, tile_m * BM,
+                                         tile_n * BN + (warpgroup - 1) * 64, warpgroup);
+            } else {
+                const int col = tile_n * BN + n, row = tile_m * BM + 2 * k;
 #pragma unroll
-            for (int j = 0; j < 32; ++j) {
+                for (int j = 0; j < 32; ++j) {
 #pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const int r = row + 8 * j + q % 2, cc = col + 8 * (q / 2);
-                    if (r < M && cc < N) c[static_cast<long long>(r) * N + cc] = d[4 * j + q];
+                    for (int q = 0; q < 4; ++q) {
+                        const int r = row + 8 * j + q % 2, cc = col + 8 * (q / 2);
+                        if (r < M && cc < N) c[static_cast<long long>(r) * N + cc] = d[4 * j + q];
+                    }
                 }
             }
         }
+        if (t == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read
     }
 }
