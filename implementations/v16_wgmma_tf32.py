@@ -26,6 +26,7 @@ CUDA C and Triton side by side:
 |  |  | ties away: what cvt.rna computes) |
 | Aᵀ from shared memory | TMA box 32 k × 256 rows, K-major descriptor | `a_desc.load`, `.T` is a view |
 | pipeline, roles | v15's producer/consumers, by hand | `num_stages`, as v14 |
+| epilogue | transposed into swizzled shared memory, TMA store | `tl.store` through transposed pointers |
 | search | CUDA_CANDIDATES, `search_fastest` (v11) | `triton.autotune` over TRITON_CONFIGS |
 
 What Triton does for you, and what it does not: given `tl.dot(a, b)` on fp32 with tf32 precision it
@@ -43,13 +44,16 @@ makes ptxas serialise every wgmma instead (warning C7513). So each k-block waits
 (wait_group 0) before the next fragments are loaded; the other consumer warpgroup's wgmmas keep the
 tensor cores busy meanwhile. Triton's pipeliner handles this itself.
 
+The epilogue is v15's: C goes through a swizzled staging buffer, transposed on the way in, and out
+by TMA stores (from registers when N % 4 != 0).
+
 What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS.
 Measured at 4096³ (H100 80GB HBM3, same run as cuBLAS TF32, docs/results/h100_tc_tf32.md): CUDA C
-91.1%, Triton 89.3% (90.7-92.6% in other runs); with CUDA-graph timing 99.5% and 93.9%. Error 4.7e-4
+92.8%, Triton 90.8%. Before the TMA-store epilogue the CUDA side was at 91.1% (Triton 89.3% in that
+run, 90.7-92.6% in others); with CUDA-graph timing it was 99.5% and Triton 93.9%. Error 4.7e-4
 against cuBLAS's 2.9e-4, consistent with A being truncated to tf32 by the tensor core (only Bᵀ is
 rounded here) where cuBLAS rounds both. What limits it: the wait per k-block, scalar fragment loads
-with 2-way bank conflicts, an epilogue that stores from registers (fp32 C, 32-byte sectors written
-whole), and no clusters.
+with 2-way bank conflicts, and no clusters (v15's pairs share B; here a pair would share A).
 """
 
 from typing import NamedTuple
