@@ -80,7 +80,6 @@ class Tile(NamedTuple):
     STAGES: int
     CLUSTER_M: int
     GROUP_M: int
-    STAGGER: int = 0  # k-blocks by which consumer warpgroup 2 starts after warpgroup 1
 
     def kernel(self, dtype: torch.dtype) -> str:
         return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))}>"
@@ -94,8 +93,6 @@ CUDA_CANDIDATES = (
     Tile(4, 1, 8),  # no cluster: what multicast is worth
     Tile(3, 2, 8),
     Tile(4, 2, 16),
-    Tile(4, 2, 8, 1),  # staggered consumers: one's epilogue overlaps the other's multiplies
-    Tile(4, 2, 8, 2),
 )
 KERNELS = CudaSource(__name__, [t.kernel(d) for d in IS_BF16 for t in CUDA_CANDIDATES], arch="sm_90a")
 _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}

@@ -102,11 +102,6 @@ __device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Arrive on barrier `id` without waiting: the threads that bar.sync on it go on once `threads` arrived.
-__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 // ---- clusters ----
 
 __device__ __forceinline__ unsigned cluster_rank() {

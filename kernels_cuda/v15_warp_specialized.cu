@@ -3,7 +3,7 @@
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
 // C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C in the input type; all row-major.
-// Template <IS_BF16, STAGES, CLUSTER_M, GROUP_M, STAGGER>; tile BM×BN×BK = 128×256×64. Launch: 384 threads
+// Template <IS_BF16, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×256×64. Launch: 384 threads
 // (three warpgroups), grid = CLUSTER_M × min(SMs / CLUSTER_M, cluster tiles), persistent. Dynamic
 // shared memory: STAGES × 48 KB of tiles + 32 KB for C + 1 KB. Needs sm_90a.
 //
@@ -68,13 +68,12 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[128], unsigned ch
     }
 }
 
-template <int IS_BF16, int STAGES, int CLUSTER_M, int GROUP_M, int STAGGER>
+template <int IS_BF16, int STAGES, int CLUSTER_M, int GROUP_M>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int c_by_tma) {
     constexpr int BM = V15_BM, BN = V15_BN, BK = V15_BK, B_BOXES = BN / 64;
-    static_assert(STAGGER < STAGES, "warpgroup 1 must be able to run STAGGER k-blocks ahead without a slot freed");
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
     //         for the swizzle), barriers ----
     extern __shared__ unsigned char smem_raw[];
@@ -136,14 +135,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         setmaxnreg_inc<232>();
         float d[128] = {};
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
-        // Staggered consumers: warpgroup 2 starts STAGGER k-blocks after warpgroup 1 and stays behind, so
-        // each one's epilogue overlaps the other's multiplies instead of both leaving the tensor cores idle.
-        bool started = STAGGER == 0 || warpgroup == 2;
-        auto start_second = [&]() {
-            if (!started) named_barrier_arrive(3, 256);
-            started = true;
-        };
-        if (STAGGER > 0 && warpgroup == 2) named_barrier(3, 256);
         auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
             const unsigned lane = threadIdx.x % 128;
             if constexpr (CLUSTER_M > 1) {
@@ -171,7 +162,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 // Release the previous k-block's slot, in every CTA of the cluster.
                 wgmma_wait<1>();
                 if (kb > 0) release((it - 1) % STAGES);
-                if (it + 1 >= STAGGER) start_second();
             }
             wgmma_wait<0>();
             fence_accumulators(d);
@@ -185,7 +175,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
             }
         }
-        start_second();  // in case this CTA had fewer than STAGGER k-blocks in all
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read
     }
     // No CTA may exit while its peer can still multicast into it or arrive on its barriers.
