@@ -51,9 +51,13 @@ the CUDA side 92.8-104.4% at 8192³ (cuBLAS's own spread there is ±4-8%), and w
   CTA reads only half of B from L2.
 - The TMA-store epilogue took the 4096³ bf16 figure from 88.5% to 96-98%.
 - Clusters of four (a quarter of B per CTA) were slower: 82% against 93% (scripts/probe_hopper.py).
-What still holds it below cuBLAS, as far as measured: both consumer warpgroups finish a tile together,
-so the tensor cores idle during every epilogue (CUTLASS's "ping-pong" schedule staggers two consumers
-by half a tile to hide it), and 512 tiles of 128×256 at 4096³ are 3.9 waves on 132 SMs.
+- Staggering the consumers (warpgroup 2 starting one or two k-blocks after warpgroup 1, so that each
+  one's epilogue would overlap the other's multiplies) was slower too: 93.7% and 93.0% against 94.3%
+  at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt). So the idle
+  tensor-core time is not mainly the epilogue, or one warpgroup alone cannot keep them busy.
+What still holds it below cuBLAS is not pinned down: Nsight Compute has not been re-run since these
+changes (before them: 72% SM throughput against cuBLAS's 90%). 512 tiles of 128×256 at 4096³ are 3.9
+waves on 132 SMs.
 """
 
 import functools
