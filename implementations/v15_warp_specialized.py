@@ -55,9 +55,11 @@ the CUDA side 92.8-104.4% at 8192³ (cuBLAS's own spread there is ±4-8%), and w
   one's epilogue would overlap the other's multiplies) was slower too: 93.7% and 93.0% against 94.3%
   at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt). So the idle
   tensor-core time is not mainly the epilogue, or one warpgroup alone cannot keep them busy.
-What still holds it below cuBLAS is not pinned down: Nsight Compute has not been re-run since these
-changes (before them: 72% SM throughput against cuBLAS's 90%). 512 tiles of 128×256 at 4096³ are 3.9
-waves on 132 SMs.
+What still holds it below cuBLAS is not pinned down. Under Nsight Compute (docs/results/h100_ncu_tc.md,
+4096³ bf16, one launch at a time) the kernel now takes 182.3 µs against cuBLAS's 179.5 µs, at 88.2% SM
+throughput against 90.2% (72% before the cluster fix and the TMA-store epilogue). cuBLAS's kernel there
+is nvjet 256×128, BK 64, 4 stages, cluster 1×2. At 4096³ the 512 tiles of 128×256 make 3.9 waves on
+132 SMs.
 """
 
 import functools
