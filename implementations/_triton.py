@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import inspect
 
 import triton
@@ -33,27 +32,3 @@ def unspecialized(kernel):
     params = [name for name, p in inspect.signature(kernel.fn).parameters.items()
               if p.annotation is inspect.Parameter.empty]
     return triton.jit(kernel.fn, do_not_specialize=params)
-
-
-def settled(tuned, grid, args: tuple):
-    """(run, chosen) for `tuned`, a `triton.autotune`d kernel, on fixed arguments.
-
-    The first call goes through the autotuner, which searches. Later calls launch the config it chose
-    directly, because the autotuner does work on every call: it re-derives its cache key, rebuilds the
-    argument dict and runs the config's pre_hook. At small sizes that is most of a call. v15's Triton
-    side took 30 µs at 256³-1024³, where v14's (the same kernel, launched directly) took 8-13 µs.
-    `chosen()` is the config picked, or None before the first call.
-    """
-    picked: list = []
-
-    def run():
-        if picked:
-            return picked[1]()
-        out = tuned[grid](*args)
-        best = tuned.best_config
-        if best.pre_hook is not None:  # leave the arguments as the chosen config wants them (TMA boxes)
-            best.pre_hook({**dict(zip(tuned.arg_names, args)), **best.all_kwargs()})
-        picked[:] = [best, functools.partial(tuned.fn[grid], *args, **best.all_kwargs())]
-        return out
-
-    return run, lambda: picked[0] if picked else None

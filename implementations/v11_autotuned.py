@@ -63,7 +63,6 @@ from triton.testing import do_bench
 
 from ._cuda import CudaSource, bind, check_grid, rows_aligned
 from ._registry import TunedRun, Variant
-from ._triton import settled
 from .v10_warptiling import block_tile
 
 
@@ -225,10 +224,12 @@ def autotuned_triton(a, b, c):
         first = TRITON_CONFIGS[0]
         note = f"{describe(first)} (interpreter: first config, untimed)"
         return TunedRun(launch_config(a, b, c, first), lambda: note, lambda: block_of(first))
-    run, best = settled(
-        tuned_kernel, _grid(M, N),
-        (a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1)))
-    return TunedRun(run, lambda: f"{describe(best())} (fastest of {len(TRITON_CONFIGS)})", lambda: block_of(best()))
+    launch = functools.partial(
+        tuned_kernel[_grid(M, N)],
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+    )
+    return TunedRun(launch, lambda: f"{describe(tuned_kernel.best_config)} (fastest of {len(TRITON_CONFIGS)})",
+                    lambda: block_of(tuned_kernel.best_config))
 
 
 VARIANT = Variant(

@@ -74,7 +74,6 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from ._cuda import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
 from ._cuda import cupy as kernel_cupy
 from ._registry import TunedRun, Variant
-from ._triton import settled
 from .v11_autotuned import block_of, describe, search_fastest
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands,
                             tma_persistent_kernel, zero_product)
@@ -263,14 +262,16 @@ def searched_triton(a, b, c, kernel, tuned, configs) -> TunedRun:
     a_desc = TensorDescriptor.from_tensor(a_t, [box["BLOCK_M"], box["BLOCK_K"]])
     b_desc = TensorDescriptor.from_tensor(b_t, [box["BLOCK_K"], box["BLOCK_N"]])
     check_grid((programs(a.device, M, N, 64, 64),))
-    launch, best = settled(tuned, lambda meta: (programs(a.device, M, N, meta["BLOCK_M"], meta["BLOCK_N"]),),
-                           (a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1)))
+    launch = functools.partial(
+        tuned[lambda meta: (programs(a.device, M, N, meta["BLOCK_M"], meta["BLOCK_N"]),)],
+        a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1))
 
     def run():
         refresh()
         return launch()
 
-    return TunedRun(run, lambda: f"{describe(best())} (fastest of {len(configs)})", lambda: block_of(best()))
+    return TunedRun(run, lambda: f"{describe(tuned.best_config)} (fastest of {len(configs)})",
+                    lambda: block_of(tuned.best_config))
 
 
 def warp_specialized_triton(a, b, c):

@@ -114,35 +114,3 @@ def test_variant_refuses_badly_named_modules_and_unknown_dtypes():
         Variant("implementations.tiling", title="", dtypes=("fp32",), cuda=None, triton=None, cuda_source=None)
     with pytest.raises(ValueError, match="unknown dtypes"):
         Variant("implementations.v99_x", title="", dtypes=("fp8",), cuda=None, triton=None, cuda_source=None)
-
-
-def test_an_autotuned_kernel_is_launched_directly_once_it_has_chosen():
-    """settled(): the first call goes through the autotuner (it searches), later ones launch the chosen
-    config without it, with that config's pre_hook applied once to the arguments."""
-    from triton import Config
-
-    from implementations._triton import settled
-
-    calls, hooked = [], []
-    best = Config({"BLOCK": 64}, num_warps=4, num_stages=3, pre_hook=lambda nargs: hooked.append(nargs))
-
-    class Launcher:
-        def __init__(self, label):
-            self.label = label
-
-        def __getitem__(self, grid):
-            return lambda *args, **kwargs: calls.append((self.label, grid, args, kwargs)) or self.label
-
-    class FakeAutotuner(Launcher):
-        arg_names = ["x", "n"]
-        best_config = best
-        fn = Launcher("direct")
-
-    run, chosen = settled(FakeAutotuner("autotuner"), "grid", ("x", 7))
-    assert chosen() is None
-    assert run() == "autotuner" and chosen() is best
-    assert run() == "direct" and run() == "direct"
-    assert [c[0] for c in calls] == ["autotuner", "direct", "direct"]
-    assert calls[1] == ("direct", "grid", ("x", 7), best.all_kwargs())
-    assert {"BLOCK": 64, "num_warps": 4, "num_stages": 3}.items() <= best.all_kwargs().items()
-    assert len(hooked) == 1 and hooked[0]["x"] == "x" and hooked[0]["BLOCK"] == 64
