@@ -118,14 +118,14 @@ def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
     return tensor_map_2d(c, box), np.int32(1)
 
 
-def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None):
+def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile):
     """One CUDA candidate on prepared tensor maps (the search times these; the tests check each).
 
-    `clusters`: the persistent grid in clusters; by default as many as can be resident at once.
+    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile).
     """
     cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, BN)
     smem = tile.STAGES * (BM * BK + BK * BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
-    clusters = min(clusters or resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
+    clusters = min(resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
     c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
     return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
                 (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma), shared_mem=smem)
