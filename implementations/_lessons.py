@@ -31,17 +31,15 @@ import dis
 import importlib.util
 import inspect
 import io
-import json
 import mimetypes
 import os
 import re
 import sys
 import textwrap
 import tokenize
-import types
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 
@@ -52,7 +50,9 @@ from triton.runtime.jit import KernelInterface
 from ._bench import Result
 from ._cuda import CudaSource, PtxasReport, compile_report, nvcc_path
 from ._registry import Variant, all_variants, config_label
-from ._report import NO_COMPILE_S, by_shape, compile_table, kernel_table, ladder_table, notes_table
+from ._report import (NO_COMPILE_S, by_shape, compile_table, kernel_table, ladder_table, load_document,
+                      notes_table, results_of)
+from ._triton import python_function
 
 # pygments, markdown and jinja2 (the docs extra) are imported where they are used: nothing else in the
 # package needs them.
@@ -168,13 +168,6 @@ def _definition(module: str, name: str, rungs: frozenset[str]) -> Piece | None:
     return None
 
 
-def _python_function(obj):
-    """The plain function behind a Triton kernel (JIT, interpreted, autotuned) or a decorated one."""
-    while not isinstance(obj, types.FunctionType) and hasattr(obj, "fn"):
-        obj = obj.fn
-    return obj
-
-
 def _code_globals(code) -> set[str]:
     names = {i.argval for i in dis.get_instructions(code) if i.opname in ("LOAD_GLOBAL", "LOAD_NAME")}
     for const in code.co_consts:
@@ -186,7 +179,7 @@ def _code_globals(code) -> set[str]:
 def _referenced(piece: Piece) -> set[str]:
     """Module-level names a piece reads: from the compiled code for functions, else from the syntax."""
     node = next(n for n in _module_tree(piece.origin).body if n.end_lineno == piece.last)
-    function = _python_function(getattr(sys.modules[piece.origin], _defined_names(node)[0], None))
+    function = python_function(getattr(sys.modules[piece.origin], _defined_names(node)[0], None))
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or not hasattr(function, "__code__"):
         return {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     # a function's decorators and defaults are evaluated in the module; its body's globals are in its code
@@ -310,12 +303,10 @@ def _size_label(size: str) -> str:
 
 
 def load_results(paths: Sequence[Path]) -> list[RunSet]:
-    known = {f.name for f in fields(Result)}
     sets = []
     for path in paths:
-        doc = json.loads(Path(path).read_text())
-        results = [Result(**{k: v for k, v in rec.items() if k in known}) for rec in doc.get("results", [])]
-        for (size, dtype), group in by_shape(results).items():
+        doc = load_document(path)
+        for (size, dtype), group in by_shape(results_of(doc)).items():
             sets.append(RunSet(Path(path), doc.get("environment", {}), dtype, size, group))
     for s in sets:
         s.label = f"{s.dtype} {_size_label(s.size)}"
@@ -798,6 +789,12 @@ def main(argv: list[str] | None = None) -> int:
     if missing:
         print(f"not found: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
+    for path in args.results:
+        try:
+            load_document(path)
+        except ValueError as exc:  # not JSON, or not what compare.py --json writes
+            print(f"{path}: {exc}", file=sys.stderr)
+            return 2
     if not torch.cuda.is_available():
         # Triton reads this when the rung modules are imported (by build_lessons), so it goes first.
         os.environ.setdefault("TRITON_INTERPRET", "1")

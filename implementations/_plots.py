@@ -17,7 +17,6 @@ state is involved and the same code runs on a CPU-only machine over results save
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Iterable
@@ -26,17 +25,11 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ._report import config_values
+from ._report import load_document as load
 
 IMPL_STYLE = {"cuda": ("CUDA C", "o", "#1f77b4"), "triton": ("Triton", "s", "#ff7f0e")}
 CUBLAS_COLOR = "black"
 DPI = 130
-
-
-def load(path: Path) -> dict:
-    doc = json.loads(Path(path).read_text())
-    if not isinstance(doc, dict) or "results" not in doc:
-        raise ValueError(f"{path}: not a results document written by compare.py --json")
-    return doc
 
 
 def _label(r: dict) -> str:

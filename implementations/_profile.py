@@ -191,13 +191,10 @@ def triton_kernel_names(variant: Variant) -> tuple[str, ...]:
     helpers it imports (v05-v09 launch v03's kernel)."""
     from triton.runtime.jit import KernelInterface
 
-    names = []
-    for home in variant.homes:
-        for obj in vars(home).values():
-            if isinstance(obj, KernelInterface):
-                while isinstance(obj, KernelInterface):  # an autotuner wraps a JITFunction wraps the function
-                    obj = obj.fn
-                names.append(obj.__name__)
+    from ._triton import python_function
+
+    names = [python_function(obj).__name__ for home in variant.homes for obj in vars(home).values()
+             if isinstance(obj, KernelInterface)]
     return tuple(dict.fromkeys(names))
 
 

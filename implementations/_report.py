@@ -157,6 +157,20 @@ def env_table(env: dict[str, str], fmt: str = "simple") -> str:
     return tabulate(list(env.items()), ["environment", ""], tablefmt=fmt, disable_numparse=True)
 
 
+def load_document(path: Path) -> dict:
+    """A results document saved by `compare.py --json` (environment, results, ...), checked to be one."""
+    doc = json.loads(Path(path).read_text())
+    if not isinstance(doc, dict) or "results" not in doc:
+        raise ValueError(f"{path}: not a results document written by compare.py --json")
+    return doc
+
+
+def results_of(doc: dict) -> list[Result]:
+    """A saved document's records as Result objects (keys a newer or older Result lacks are dropped)."""
+    known = {f.name for f in fields(Result)}
+    return [Result(**{k: v for k, v in record.items() if k in known}) for record in doc["results"]]
+
+
 def by_shape(results: list[Result]) -> dict[tuple[str, str], list[Result]]:
     groups: dict[tuple[str, str], list[Result]] = {}
     for r in results:

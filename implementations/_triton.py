@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import types
 
 import triton
 
@@ -32,3 +33,11 @@ def unspecialized(kernel):
     params = [name for name, p in inspect.signature(kernel.fn).parameters.items()
               if p.annotation is inspect.Parameter.empty]
     return triton.jit(kernel.fn, do_not_specialize=params)
+
+
+def python_function(obj):
+    """The plain Python function behind a Triton kernel (an autotuner wraps a JITFunction, or an
+    interpreted one, which wraps the function) or behind any other object that keeps it in `.fn`."""
+    while not isinstance(obj, types.FunctionType) and hasattr(obj, "fn"):
+        obj = obj.fn
+    return obj

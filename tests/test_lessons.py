@@ -207,6 +207,15 @@ def test_the_command_line_refuses_missing_files(tmp_path, capsys):
     assert "none.json" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("text", ["not json", '{"environment": {}}', "[1, 2]"])
+def test_the_command_line_refuses_what_compare_did_not_write(tmp_path, capsys, text):
+    bad = tmp_path / "bad.json"
+    bad.write_text(text)
+    assert main(["--out", str(tmp_path), "--results", str(bad)]) == 2
+    assert "bad.json" in capsys.readouterr().err
+    assert not (tmp_path / "lessons.html").exists()
+
+
 # ---- in a real browser ---------------------------------------------------------------------------------
 
 
