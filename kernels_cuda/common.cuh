@@ -70,3 +70,13 @@ __device__ __forceinline__ unsigned to_tf32(float x) {
     asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
     return r;
 }
+
+// Tile t -> (tile row, tile column) in grouped order: group_m tile rows at a time, column by column, so
+// the blocks in flight share a few panels of A and B, which stay in L2 (v11's idea). t is blockIdx.x,
+// or a persistent block's current tile.
+__device__ __forceinline__ void grouped_tile(int t, int rows, int cols, int group_m, int& row, int& col) {
+    const int per_group = group_m * cols, first = (t / per_group) * group_m;
+    const int height = min(rows - first, group_m), in_group = t % per_group;  // the last group may be shorter
+    row = first + in_group % height;
+    col = in_group / height;
+}

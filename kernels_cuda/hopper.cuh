@@ -5,6 +5,7 @@
 // bf16) are held as unsigned short and tf32 ones as unsigned: nothing here needs cuda_fp16.h, so NVRTC
 // compiles it with no CUDA headers at all.
 #pragma once
+#include "common.cuh"
 #include "half.cuh"
 
 typedef unsigned long long u64;
@@ -102,6 +103,43 @@ __device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// ---- a consumer warpgroup's block of C through shared memory and TMA stores (v15, v16) ----
+
+// Its 16 KB staging buffer holds two TMA boxes of 64 rows × 128 bytes, side by side: a 64-row slab
+// 256 bytes wide. Byte b of row r sits in box b / 128, 16-byte chunk (b % 128) / 16 XOR r % 8: TMA's
+// 128-byte swizzle, which also spreads a warp's writes of one column over the 32 banks.
+constexpr int STAGE_BOX_BYTES = 64 * 128;
+
+__device__ __forceinline__ int stage_offset(int row, int byte) {
+    return (byte / 128) * STAGE_BOX_BYTES + row * 128 + ((((byte % 128) / 16) ^ (row % 8)) * 16) + byte % 16;
+}
+
+// ROUNDS times: fill(round) writes the buffer, then one thread stores box b at origin(round, b) (an int2:
+// column, row of C), clipped at the matrix edges. Before a round writes the buffer, the previous store
+// must have read it; after the last round's stores are issued the warpgroup goes on while TMA writes.
+// barrier_id: a named barrier used by this warpgroup's 128 threads only.
+template <int ROUNDS, typename Fill, typename Origin>
+__device__ __forceinline__ void store_through_stage(unsigned char* stage, const TmaDescriptor* c_map,
+                                                    unsigned barrier_id, Fill fill, Origin origin) {
+    const bool issuer = threadIdx.x % 128 == 0;
+#pragma unroll
+    for (int round = 0; round < ROUNDS; ++round) {
+        if (issuer) bulk_wait_read<0>();
+        named_barrier(barrier_id, 128);
+        fill(round);
+        fence_proxy_async();
+        named_barrier(barrier_id, 128);
+        if (issuer) {
+#pragma unroll
+            for (int box = 0; box < 2; ++box) {
+                const int2 at = origin(round, box);
+                tma_store_2d(c_map, stage + box * STAGE_BOX_BYTES, at.x, at.y);
+            }
+            bulk_commit();
+        }
+    }
+}
+
 // ---- clusters ----
 
 __device__ __forceinline__ unsigned cluster_rank() {
@@ -115,15 +153,6 @@ __device__ __forceinline__ unsigned cluster_rank() {
 // different times (the producer warp's copy-issuing thread arrives last).
 __device__ __forceinline__ void cluster_sync() {
     asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-
-// Persistent-grid tile t -> (row, column) in grouped order: group_m rows at a time, column by column, so
-// the A and B panels in use stay in L2 (v11's order).
-__device__ __forceinline__ void grouped_tile(int t, int rows, int cols, int group_m, int& row, int& col) {
-    const int per_group = group_m * cols, first = (t / per_group) * group_m;
-    const int height = min(rows - first, group_m), in_group = t % per_group;
-    row = first + in_group % height;
-    col = in_group / height;
 }
 
 // ---- registers per thread, moved between warpgroups (the kernel needs __launch_bounds__(threads, 1)) ----

@@ -14,11 +14,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
     autotuned(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M, int N, int K,
               int aligned) {
     // ---- 1. map this block to a tile of C, GROUP_M block rows at a time, column by column ----
-    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN;
-    const int per_group = GROUP_M * grid_n;
-    const int first_row = (blockIdx.x / per_group) * GROUP_M;
-    const int rows = min(grid_m - first_row, GROUP_M);  // the last group may be shorter
-    const int in_group = blockIdx.x % per_group;
-    const int block_m = first_row + in_group % rows, block_n = in_group / rows;
+    int block_m, block_n;
+    grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, block_m, block_n);
     warptile_block<BM, BN, BK, WM, WN, STAGES>(a, b, c, M, N, K, aligned, block_m * BM, block_n * BN);
 }

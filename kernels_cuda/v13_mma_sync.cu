@@ -22,16 +22,7 @@
 #include "common.cuh"
 #include "half.cuh"
 
-// ---- the shared skeleton: grouped block order, tile copies, the pipeline ----
-
-template <int BM, int BN, int GROUP_M>
-__device__ __forceinline__ void grouped_block(int M, int N, int& block_row, int& block_col) {
-    const int grid_m = (M + BM - 1) / BM, grid_n = (N + BN - 1) / BN, per_group = GROUP_M * grid_n;
-    const int first = (blockIdx.x / per_group) * GROUP_M, rows = min(grid_m - first, GROUP_M);
-    const int in_group = blockIdx.x % per_group;
-    block_row = (first + in_group % rows) * BM;
-    block_col = (in_group / rows) * BN;
-}
+// ---- the shared skeleton: tile copies and the pipeline (the grouped order is common.cuh's grouped_tile) ----
 
 // One 16-byte chunk (ELEMS elements) of row `row` at column `col` into shared memory: cp.async when
 // the rows are 16-byte aligned (then a chunk is wholly inside the matrix or wholly outside, zero-filled),
@@ -94,7 +85,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 
     // ---- 1. map this block to a tile of C (grouped order) and this warp to a WM×WN block of it ----
     int block_row, block_col;
-    grouped_block<BM, BN, GROUP_M>(M, N, block_row, block_col);
+    grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, block_row, block_col);
+    block_row *= BM;
+    block_col *= BN;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int warp_row = (warp / (BN / WN)) * WM, warp_col = (warp % (BN / WN)) * WN;
 
@@ -195,7 +188,9 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
 
     // ---- 1. map this block to a tile of C (grouped order) and this warp to a WM×WN block of it ----
     int block_row, block_col;
-    grouped_block<BM, BN, GROUP_M>(M, N, block_row, block_col);
+    grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, block_row, block_col);
+    block_row *= BM;
+    block_col *= BN;
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
     const int warp_row = (warp / (BN / WN)) * WM, warp_col = (warp % (BN / WN)) * WN;
 

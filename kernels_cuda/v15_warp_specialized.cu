@@ -33,39 +33,24 @@
 constexpr int V15_BM = 128, V15_BN = 256, V15_BK = 64;
 constexpr int V15_A_BYTES = V15_BM * V15_BK * 2, V15_B_BYTES = V15_BK * V15_BN * 2;  // 16 KB, 32 KB
 constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;                                      // one 64-column box
-constexpr int V15_C_BOX_BYTES = 64 * 64 * 2, V15_C_STAGE_BYTES = 2 * V15_C_BOX_BYTES;  // per consumer: 16 KB
-
-// Byte offset of C element (row, col) of a 64×128 half block in the staging buffer: two 64-column boxes
-// with TMA's 128-byte swizzle (16-byte chunk XOR row % 8), so a warp's 4-byte writes hit 32 banks.
-__device__ __forceinline__ int c_stage_offset(int row, int col) {
-    return (col / 64) * V15_C_BOX_BYTES + row * 128 + ((((col % 64) / 8) ^ (row % 8)) * 16) + (col % 8) * 2;
-}
+constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;                                // per consumer: 16 KB
 
 // A consumer warpgroup's 64×256 block of C (accumulators d, rows from row0, columns from col0) through
-// its staging buffer and TMA, 128 columns at a time. Thread 0 of the warpgroup issues the stores and
-// waits, before the buffer is written again, until the previous store has read it.
+// its staging buffer and TMA, 128 columns at a time.
 template <int IS_BF16>
 __device__ __forceinline__ void store_via_tma(const float (&d)[128], unsigned char* stage, const TmaDescriptor* c_map,
                                               int row0, int col0, unsigned barrier_id) {
     const int t = threadIdx.x % 128, row = 16 * (t / 32) + (t % 32) / 4, col = 2 * (t % 4);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-        if (t == 0) bulk_wait_read<0>();
-        named_barrier(barrier_id, 128);
+    auto fill = [&](int half) {
 #pragma unroll
         for (int j = 16 * half; j < 16 * half + 16; ++j) {
-            const int cc = 8 * j + col - 128 * half;
-            *reinterpret_cast<unsigned*>(stage + c_stage_offset(row, cc)) = pack2<IS_BF16>(d[4 * j], d[4 * j + 1]);
-            *reinterpret_cast<unsigned*>(stage + c_stage_offset(row + 8, cc)) = pack2<IS_BF16>(d[4 * j + 2], d[4 * j + 3]);
+            const int byte = 2 * (8 * j + col - 128 * half);
+            *reinterpret_cast<unsigned*>(stage + stage_offset(row, byte)) = pack2<IS_BF16>(d[4 * j], d[4 * j + 1]);
+            *reinterpret_cast<unsigned*>(stage + stage_offset(row + 8, byte)) = pack2<IS_BF16>(d[4 * j + 2], d[4 * j + 3]);
         }
-        fence_proxy_async();
-        named_barrier(barrier_id, 128);
-        if (t == 0) {
-            tma_store_2d(c_map, stage, col0 + 128 * half, row0);
-            tma_store_2d(c_map, stage + V15_C_BOX_BYTES, col0 + 128 * half + 64, row0);
-            bulk_commit();
-        }
-    }
+    };
+    store_through_stage<2>(stage, c_map, barrier_id, fill,
+                           [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); });
 }
 
 template <int IS_BF16, int STAGES, int CLUSTER_M, int GROUP_M>

@@ -20,7 +20,6 @@
 //     rows are not 16-byte aligned (N % 4 != 0) they are stored from registers instead: eight
 //     consecutive lanes write eight consecutive floats of one C row, every 32-byte sector whole.
 // Everything else is v15's: roles, setmaxnreg, the full/empty ring, the grouped persistent order.
-#include "common.cuh"
 #include "hopper.cuh"
 
 constexpr int V16_BM = 256, V16_BN = 128, V16_BK = 32;               // BK: 32 floats, one 128-byte swizzle row
@@ -33,36 +32,26 @@ __device__ __forceinline__ int b_offset(int k, int n) {
     return (n / 32) * V16_B_BOX_FLOATS + k * 32 + ((((n % 32) / 4) ^ (k % 8)) * 4) + n % 4;
 }
 
-constexpr int V16_C_BOX_BYTES = 64 * 32 * 4, V16_C_STAGE_BYTES = 2 * V16_C_BOX_BYTES;  // per consumer: 16 KB
+constexpr int V16_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
 // A consumer warpgroup's Cᵀ block (64 columns n of C × 256 rows m) through its staging buffer and TMA,
-// 64 rows of C at a time: element (m, n) of a round goes to box n/32, row m, 16-byte chunk (n%32)/4
-// XOR m%8, so a warp's transposed 4-byte writes still hit 32 different banks.
+// 64 rows of C at a time, transposed on the way in: element (m, n) of a round is byte 4n of row m.
 __device__ __forceinline__ void store_transposed_via_tma(const float (&d)[128], unsigned char* stage,
                                                          const TmaDescriptor* c_map, int row0, int col0,
                                                          unsigned barrier_id) {
     const int t = threadIdx.x % 128, n = 16 * (t / 32) + (t % 32) / 4, k = t % 4;
-#pragma unroll
-    for (int round = 0; round < 4; ++round) {
-        if (t == 0) bulk_wait_read<0>();
-        named_barrier(barrier_id, 128);
+    auto fill = [&](int round) {
 #pragma unroll
         for (int j = 8 * round; j < 8 * round + 8; ++j) {
 #pragma unroll
             for (int q = 0; q < 4; ++q) {
-                const int m = 8 * (j % 8) + 2 * k + q % 2, nn = n + 8 * (q / 2);
-                const int offset = (nn / 32) * V16_C_BOX_BYTES + m * 128 + ((((nn % 32) / 4) ^ (m % 8)) * 16) + (nn % 4) * 4;
-                *reinterpret_cast<float*>(stage + offset) = d[4 * j + q];
+                const int m = 8 * (j % 8) + 2 * k + q % 2;
+                *reinterpret_cast<float*>(stage + stage_offset(m, 4 * (n + 8 * (q / 2)))) = d[4 * j + q];
             }
         }
-        fence_proxy_async();
-        named_barrier(barrier_id, 128);
-        if (t == 0) {
-            tma_store_2d(c_map, stage, col0, row0 + 64 * round);
-            tma_store_2d(c_map, stage + V16_C_BOX_BYTES, col0 + 32, row0 + 64 * round);
-            bulk_commit();
-        }
-    }
+    };
+    store_through_stage<4>(stage, c_map, barrier_id, fill,
+                           [&](int round, int box) { return make_int2(col0 + 32 * box, row0 + 64 * round); });
 }
 
 template <int STAGES, int GROUP_M>
