@@ -103,6 +103,16 @@ __device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Four 8×8 matrices of 16-bit elements from a warp's registers into shared memory, ldmatrix's inverse:
+// lane l gives the address of row l % 8 of matrix l / 8, and register k holds two adjacent elements of
+// row (lane / 4) of matrix k, which is how an mma or wgmma accumulator fragment lays out each 8×8 block.
+// One instruction stores 16 bytes per lane, where st.shared of packed pairs stores 4.
+__device__ __forceinline__ void stmatrix_x4(void* p, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_addr(p)), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
+}
+
 // ---- a consumer warpgroup's block of C through shared memory and TMA stores (v15, v16) ----
 
 // Its 16 KB staging buffer holds two TMA boxes of 64 rows × 128 bytes, side by side: a 64-row slab

@@ -24,8 +24,9 @@
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2.
 //   - Epilogue. Each consumer warpgroup writes its 64×256 block of C, rounded, into a swizzled 16 KB
-//     staging buffer half by half, and one thread hands each half to TMA (a bulk tensor store that
-//     clips at the matrix edges); the warpgroup goes on to its next tile while the copy engine writes.
+//     staging buffer half by half (stmatrix: 16 bytes per lane per instruction), and one thread hands
+//     each half to TMA (a bulk tensor store that clips at the matrix edges); the warpgroup goes on to
+//     its next tile while the copy engine writes.
 //     When C's rows are not 16-byte aligned (N % 8 != 0) TMA cannot write C, and the accumulators are
 //     stored straight from registers as in v14.
 #include "hopper.cuh"
@@ -36,17 +37,19 @@ constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;                                
 constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;                                // per consumer: 16 KB
 
 // A consumer warpgroup's 64×256 block of C (accumulators d, rows from row0, columns from col0) through
-// its staging buffer and TMA, 128 columns at a time.
+// its staging buffer and TMA, 128 columns at a time. stmatrix writes two 8-column blocks of a warp's 16
+// rows per instruction: lane l addresses row 8·((l / 8) % 2) + l % 8 of column block l / 16.
 template <int IS_BF16>
 __device__ __forceinline__ void store_via_tma(const float (&d)[128], unsigned char* stage, const TmaDescriptor* c_map,
                                               int row0, int col0, unsigned barrier_id) {
-    const int t = threadIdx.x % 128, row = 16 * (t / 32) + (t % 32) / 4, col = 2 * (t % 4);
+    const int lane = threadIdx.x % 32, row = 16 * (threadIdx.x % 128 / 32) + 8 * (lane / 8 % 2) + lane % 8;
     auto fill = [&](int half) {
 #pragma unroll
-        for (int j = 16 * half; j < 16 * half + 16; ++j) {
-            const int byte = 2 * (8 * j + col - 128 * half);
-            *reinterpret_cast<unsigned*>(stage + stage_offset(row, byte)) = pack2<IS_BF16>(d[4 * j], d[4 * j + 1]);
-            *reinterpret_cast<unsigned*>(stage + stage_offset(row + 8, byte)) = pack2<IS_BF16>(d[4 * j + 2], d[4 * j + 3]);
+        for (int j = 16 * half; j < 16 * half + 16; j += 2) {
+            const int byte = 16 * (j + lane / 16) - 256 * half;
+            stmatrix_x4(stage + stage_offset(row, byte), pack2<IS_BF16>(d[4 * j], d[4 * j + 1]),
+                        pack2<IS_BF16>(d[4 * j + 2], d[4 * j + 3]), pack2<IS_BF16>(d[4 * j + 4], d[4 * j + 5]),
+                        pack2<IS_BF16>(d[4 * j + 6], d[4 * j + 7]));
         }
     };
     store_through_stage<2>(stage, c_map, barrier_id, fill,
