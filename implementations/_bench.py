@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 import torch
@@ -73,13 +73,16 @@ class Result:
     smem_bytes: int | None = None
     local_bytes: int | None = None
     compile_s: float | None = None
+    samples: list[float] = field(default_factory=list, repr=False)  # every timed sample (ms); not written out
 
     @property
     def size(self) -> str:
         return f"{self.M}x{self.N}x{self.K}"
 
     def record(self) -> dict:
-        return {**asdict(self), "size": self.size}
+        record = asdict(self)
+        del record["samples"]
+        return {**record, "size": self.size}
 
 
 def kernel_resources(kernel) -> dict[str, int]:
@@ -203,19 +206,37 @@ def measure(
     result.status = STATUS_OK
     if timing is not None:
         try:
-            samples = np.asarray(time_ms(prepared.run, timing, prepared.out.device))
+            result.samples = list(time_ms(prepared.run, timing, prepared.out.device))
         except Exception as exc:
             result.status, result.note = STATUS_ERROR, f"checked ok, then timing failed: {_one_line(exc)}"
             return result
-        result.ms = float(np.median(samples))
-        result.ms_p20, result.ms_p80 = (float(q) for q in np.percentile(samples, [20, 80]))
-        result.runs, result.timing = len(samples), timing.mode
-        result.tflops = 2.0 * M * N * K / (result.ms * 1e-3) / 1e12 if result.ms > 0 else math.inf
-        if cublas_ms:
-            result.pct_cublas = 100.0 * cublas_ms / result.ms
-        if cpu_ms:
-            result.speedup_cpu = cpu_ms / result.ms
+        result.timing = timing.mode
+        summarize(result, cublas_ms, cpu_ms)
     return result
+
+
+def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None) -> None:
+    """The figures of result.samples: median, 20-80 percentile spread, TFLOP/s, ratios to the baselines."""
+    samples = np.asarray(result.samples)
+    result.ms = float(np.median(samples))
+    result.ms_p20, result.ms_p80 = (float(q) for q in np.percentile(samples, [20, 80]))
+    result.runs = len(samples)
+    result.tflops = 2.0 * result.M * result.N * result.K / (result.ms * 1e-3) / 1e12 if result.ms > 0 else math.inf
+    result.pct_cublas = 100.0 * cublas_ms / result.ms if cublas_ms else None
+    result.speedup_cpu = cpu_ms / result.ms if cpu_ms else None
+
+
+def pool(first: Result, later: Result) -> None:
+    """Fold a later round's result of the same task into the first one (summarize it afterwards): its
+    samples join the first's, and a failure in any round makes the whole result that failure."""
+    if later.status == STATUS_OK:
+        first.samples += later.samples
+        first.error = max(first.error, later.error)
+        return
+    first.status, first.note, first.seed = later.status, later.note, later.seed
+    first.error, first.bound, first.unwritten = later.error, later.bound, later.unwritten
+    first.samples = []
+    first.ms = first.ms_p20 = first.ms_p80 = first.runs = first.tflops = first.pct_cublas = first.speedup_cpu = None
 
 
 def cublas_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:

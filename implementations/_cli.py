@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import sys
@@ -83,6 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rep", type=positive(float), default=200.0, metavar="MS", help="timed time per measurement (ms)")
     p.add_argument("--min-runs", type=positive(int), default=10, metavar="N",
                    help="timed calls at least, however slow the kernel (default 10)")
+    p.add_argument("--rounds", type=positive(int), default=1, metavar="N",
+                   help="check and time every implementation of a size N times, in reverse order every other "
+                        "round, pooling each one's samples: a GPU's clocks drift with its temperature and power "
+                        "draw, and in one pass the drift lands on whatever runs last (default 1)")
     p.add_argument("--cpu-limit", type=positive(float), default=DEFAULT_CPU_LIMIT_S, metavar="S",
                    help="run the CPU baseline only at sizes where one call is estimated (from a 512³ probe) "
                         f"to take at most S seconds (default {DEFAULT_CPU_LIMIT_S})")
@@ -125,38 +130,85 @@ def list_rungs() -> str:
 
 
 def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: torch.device, seed: int,
-              timing: _bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> None:
-    precision = PRECISIONS[dtype]
-    baseline_ms: dict[tuple[str, tuple[int, int, int]], float] = {}
-    bar = tqdm(total=len(tasks), file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
-    for i, task in enumerate(tasks):
-        bar.set_description(task.label)
-        v = task.variant
-        ratios = {"cublas_ms": baseline_ms.get(("cublas", task.shape)), "cpu_ms": baseline_ms.get(("cpu", task.shape))}
-        reason = skip_reason(task, dtype, device, cpu_limit_s)
-        rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
-        if reason:
-            result = _bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
-        elif v is None:
-            prepare = _bench.cpu_prepare if task.impl == "cpu" else _bench.cublas_prepare
-            result = _bench.measure(
-                rung=rung, name=name, config="", impl=task.impl, precision=precision, shape=task.shape, device=device,
-                seed=seed + i, prepare=prepare, timing=timing, **(ratios if task.impl == "cublas" else {}))
-            if result.ms:
-                baseline_ms[task.impl, task.shape] = result.ms
-        else:
-            def prepare(a, b, v=v, task=task):
-                return v.prepare(task.impl, a, b, **task.config)
+              timing: _bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S, rounds: int = 1) -> None:
+    """Check and time every task, size by size.
 
-            result = _bench.measure(
-                rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
-                shape=task.shape, device=device, seed=seed + i, prepare=prepare, expect_wrong=v.expect_wrong,
-                timing=timing, tile_of=lambda run, v=v, task=task: run_tile(v, task.config, run), **ratios)
-        log.add(result)
-        bar.update()
-        timed = f" {result.ms:.3f} ms" if result.ms is not None else ""
-        tqdm.write(f"[{i + 1}/{len(tasks)}] {task.label}: {result.status}{timed}", file=sys.stderr)
+    rounds > 1: the implementations of a size are checked and timed that many times, in reverse order every
+    other round, and each one's samples pooled before the ratios are taken. A GPU's clocks follow its
+    temperature and power draw, so in one pass in a fixed order the drift lands on whatever runs last.
+    The CPU baseline, which does not drift that way and is slow, runs in the first round only.
+    """
+    precision = PRECISIONS[dtype]
+    total = len(tasks) * rounds
+    bar = tqdm(total=total, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
+    step = 0
+    for _, group in itertools.groupby(enumerate(tasks), key=lambda item: item[1].shape):
+        group = list(group)
+        results: dict[int, _bench.Result] = {}
+        for r in range(rounds):
+            for i, task in group if r % 2 == 0 else group[::-1]:
+                bar.set_description(task.label)
+                bar.update()
+                step += 1
+                first = results.get(i)
+                due = first is None or (first.samples and first.status == _bench.STATUS_OK
+                                                and task.impl != "cpu")
+                if not due:
+                    continue
+                ratios = {f"{t.impl}_ms": results[j].ms for j, t in group if t.variant is None and j in results}
+                result = measure_task(task, dtype, precision, device, seed + i + r * len(tasks), timing, cpu_limit_s,
+                                      ratios)
+                if first is None:
+                    results[i] = result
+                    log.add(result, final=rounds == 1)
+                else:
+                    _bench.pool(first, result)
+                timed = f" {result.ms:.3f} ms" if result.ms is not None else ""
+                of = f", round {r + 1} of {rounds}" if rounds > 1 else ""
+                tqdm.write(f"[{step}/{total}{of}] {task.label}: {result.status}{timed}", file=sys.stderr)
+        if rounds > 1:
+            pool_rounds(group, results, f"{timing.mode if timing else 'none'}, {rounds} rounds")
+            log.finish(results.values())
     bar.close()
+
+
+def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: int,
+                 timing: _bench.TimingOptions | None, cpu_limit_s: float, ratios: dict) -> _bench.Result:
+    """One task checked and timed; ratios: the baselines' times at this size measured so far ({impl}_ms)."""
+    v = task.variant
+    rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
+    reason = skip_reason(task, dtype, device, cpu_limit_s)
+    if reason:
+        return _bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
+    if v is None:
+        prepare = _bench.cpu_prepare if task.impl == "cpu" else _bench.cublas_prepare
+        return _bench.measure(
+            rung=rung, name=name, config="", impl=task.impl, precision=precision, shape=task.shape, device=device,
+            seed=seed, prepare=prepare, timing=timing,
+            **({"cpu_ms": ratios.get("cpu_ms")} if task.impl == "cublas" else {}))
+
+    def prepare(a, b):
+        return v.prepare(task.impl, a, b, **task.config)
+
+    return _bench.measure(
+        rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
+        shape=task.shape, device=device, seed=seed, prepare=prepare, expect_wrong=v.expect_wrong, timing=timing,
+        tile_of=lambda run: run_tile(v, task.config, run), cublas_ms=ratios.get("cublas_ms"),
+        cpu_ms=ratios.get("cpu_ms"))
+
+
+def pool_rounds(group: list[tuple[int, Task]], results: dict[int, _bench.Result], timing: str) -> None:
+    """Each timed result of one size from all its rounds' samples, the baselines' first (the others'
+    ratios are taken to their pooled medians)."""
+    timed = [(i, t) for i, t in group if results[i].samples and results[i].status == _bench.STATUS_OK]
+    for i, _ in timed:
+        _bench.summarize(results[i], None, None)
+    baseline_ms = {t.impl: results[i].ms for i, t in timed if t.variant is None}
+    for i, task in timed:
+        rung = task.variant is not None
+        _bench.summarize(results[i], baseline_ms.get("cublas") if rung else None,
+                         baseline_ms.get("cpu") if task.impl != "cpu" else None)
+        results[i].timing = timing
 
 
 def print_results(log: _report.ResultLog, gpu: bool) -> None:
@@ -196,11 +248,13 @@ def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> int:
 
 
 def timing_description(args) -> str:
+    rounds = (f"; {args.rounds} rounds per size, the order reversed every other round, samples pooled"
+              if args.rounds > 1 else "")
     if args.timing == "graph":
         return (f"graph: do_bench_cudagraph, one CUDA graph of >= {args.rep} ms and >= {args.min_runs} calls, "
-                "10 replays, median of the replays' mean per call; no L2 flush between calls")
+                f"10 replays, median of the replays' mean per call; no L2 flush between calls{rounds}")
     return (f"events: do_bench, warm-up {args.warmup} ms, >= {args.rep} ms and >= {args.min_runs} calls each "
-            "timed alone after an L2 flush, median with 20-80 percentile spread")
+            f"timed alone after an L2 flush, median with 20-80 percentile spread{rounds}")
 
 
 def tool_logs(args, name: str) -> Path | None:
@@ -287,7 +341,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with caches:
             run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing,
-                      cpu_limit_s=args.cpu_limit)
+                      cpu_limit_s=args.cpu_limit, rounds=args.rounds if gpu else 1)
         if gpu:
             log.update_environment(end_of_run(device))
         elif "cuda" in args.impl:

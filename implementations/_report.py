@@ -19,7 +19,7 @@ from tabulate import tabulate
 from ._bench import Result
 from ._cuda import PtxasReport
 
-RESULT_COLUMNS = [f.name for f in fields(Result) if f.name != "extra"] + ["size"]
+RESULT_COLUMNS = [f.name for f in fields(Result) if f.name != "samples"] + ["size"]
 
 
 def _num(value, fmt: str) -> str:
@@ -196,6 +196,7 @@ class ResultLog:
         self.csv_path, self.json_path, self.markdown_path = (
             Path(p) if p else None for p in (csv_path, json_path, markdown_path))
         self._csv = None
+        self._rows_written: set[int] = set()
         if self.csv_path:
             self.csv_path.parent.mkdir(parents=True, exist_ok=True)
             self.csv_env_path = self.csv_path.with_suffix(".env.json")  # a CSV has no place for it
@@ -205,12 +206,24 @@ class ResultLog:
             self._csv_file.flush()
         self._write_documents()
 
-    def add(self, result: Result) -> None:
+    def add(self, result: Result, final: bool = True) -> None:
+        """final=False: later rounds may still pool into it; its CSV row waits for `finish` (or `close`)."""
         self.results.append(result)
-        if self._csv:
+        if final:
+            self._write_row(result)
+        self._write_documents()
+
+    def finish(self, results: Iterable[Result]) -> None:
+        """These results' figures are settled: their CSV rows, and the documents rewritten."""
+        for result in results:
+            self._write_row(result)
+        self._write_documents()
+
+    def _write_row(self, result: Result) -> None:
+        if self._csv and id(result) not in self._rows_written:
+            self._rows_written.add(id(result))
             self._csv.writerow(result.record())
             self._csv_file.flush()
-        self._write_documents()
 
     def update_environment(self, extra: dict[str, str]) -> None:
         self.env.update(extra)
@@ -229,7 +242,9 @@ class ResultLog:
         self._write_documents()
 
     def close(self) -> None:
+        """Rows for results still waiting on later rounds (an interrupted run) are written as they stand."""
         if self._csv:
+            self.finish(self.results)
             self._csv_file.close()
             self._csv = None
 

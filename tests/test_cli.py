@@ -173,3 +173,57 @@ def test_the_ladder_table_puts_the_baselines_first_with_the_speedup_over_the_cpu
     assert "CUDA ×CPU" in lines[0] and "Triton ×CPU" in lines[0]
     assert [line.split()[0] for line in lines[2:]] == ["CPU", "cuBLAS", "v01"]
     assert lines[4].split()[2:] == ["4.000", "±0.0%", "25.0", "0.4", "ok", "2.000", "±0.0%", "50.0", "20", "ok"]
+
+
+def _drifting_measurements(monkeypatch, fail=None):
+    """measure_task replaced: every call is 1 ms slower than the one before (a GPU heating up), and the
+    calls are recorded; `fail`: (task label, call number) that comes out WRONG."""
+    calls = []
+
+    def measure_task(task, dtype, precision, device, seed, timing, cpu_limit_s, ratios):
+        calls.append(task.label)
+        result = _bench.Result(task.label, "", "", task.impl, dtype, *task.shape, seed=seed, error=0.0)
+        if fail == (task.label, len(calls)):
+            result.status, result.note = _bench.STATUS_WRONG, "error above bound"
+            return result
+        result.status, result.samples = _bench.STATUS_OK, [float(len(calls))] * 3
+        _bench.summarize(result, ratios.get("cublas_ms"), ratios.get("cpu_ms"))
+        return result
+
+    monkeypatch.setattr(_cli, "measure_task", measure_task)
+    rung = select("3")[0]
+    shape = (64, 64, 64)
+    tasks = [_tasks.Task(None, {}, "cpu", shape), _tasks.Task(None, {}, "cublas", shape),
+             _tasks.Task(rung, {"TILE": 16}, "cuda", shape), _tasks.Task(rung, {"TILE": 16}, "triton", shape)]
+    return tasks, calls
+
+
+def test_rounds_reverse_the_order_and_pool_the_samples(tmp_path, monkeypatch):
+    tasks, calls = _drifting_measurements(monkeypatch)
+    log = _report.ResultLog({}, csv_path=tmp_path / "r.csv")
+    _cli.run_tasks(tasks, log, dtype="fp32", device=torch.device("cpu"), seed=0, timing=_bench.TimingOptions(),
+                   rounds=3)
+    log.close()
+    cpu, cublas, cuda, triton = (t.label for t in tasks)
+    # The CPU baseline runs once; the GPU ones forward, backward, forward.
+    assert calls == [cpu, cublas, cuda, triton, triton, cuda, cublas, cublas, cuda, triton]
+    by_label = {r.rung: r for r in log.results}
+    assert sorted(by_label[cuda].samples) == [3.0] * 3 + [6.0] * 3 + [9.0] * 3
+    # Pooled medians: cuBLAS (2, 7, 8) -> 7, the CUDA rung (3, 6, 9) -> 6, Triton (4, 5, 10) -> 5
+    assert by_label[cuda].pct_cublas == pytest.approx(100 * 7 / 6)
+    assert by_label[triton].pct_cublas == pytest.approx(100 * 7 / 5)
+    assert by_label[cublas].speedup_cpu == pytest.approx(1 / 7) and by_label[cublas].pct_cublas is None
+    assert by_label[cuda].runs == 9 and by_label[cuda].timing == "events, 3 rounds"
+    rows = list(csv.DictReader((tmp_path / "r.csv").open()))
+    assert len(rows) == 4 and float(rows[2]["ms"]) == 6.0, "one CSV row per result, with the pooled figures"
+
+
+def test_a_failure_in_a_later_round_fails_the_result(monkeypatch):
+    tasks, calls = _drifting_measurements(monkeypatch, fail=("v03 TILE=16 triton 64x64x64", 5))
+    log = _report.ResultLog({})
+    _cli.run_tasks(tasks, log, dtype="fp32", device=torch.device("cpu"), seed=0, timing=_bench.TimingOptions(),
+                   rounds=3)
+    triton = log.results[3]
+    assert triton.status == _bench.STATUS_WRONG and triton.ms is None and triton.pct_cublas is None
+    assert calls.count(triton.rung) == 2, "not timed again after it failed"
+    assert log.results[2].status == _bench.STATUS_OK
