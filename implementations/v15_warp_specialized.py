@@ -68,15 +68,15 @@ from typing import NamedTuple
 import numpy as np
 import torch
 import triton
+import triton.language as tl
 from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ._cuda import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
 from ._cuda import cupy as kernel_cupy
 from ._registry import TunedRun, Variant
-from .v11_autotuned import block_of, describe, search_fastest
-from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands,
-                            tma_persistent_kernel, zero_product)
+from .v11_autotuned import block_of, describe, grouped_tile, search_fastest
+from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands, zero_product
 
 BM, BN, BK = 128, 256, 64
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -214,11 +214,44 @@ def warp_specialized_cuda(a, b, c):
     return searched_cuda(a, b, c, prepare_cuda, (BM, BN))
 
 
-# ---- Triton: v14's persistent kernel, its best Hopper configurations searched -------------------------
+# ---- Triton: v14's persistent kernel with one flat loop and TMA stores, its best configurations searched --
 
 
-def tma_config(bm, bn, bk, warps, stages, group_m=8):
-    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+@triton.jit
+def flat_persistent_kernel(
+    a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, c_desc,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr,
+):
+    # ---- 1. this program's tiles in grouped order; FLATTEN: the tile and k-block loops pipelined as one ----
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    for tile in tl.range(tl.program_id(0), grid_m * grid_n, tl.num_programs(0), flatten=FLATTEN):
+        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kb in range(k_tiles):
+            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight) ----
+            a = a_desc.load([pid_m * BLOCK_M, kb * BLOCK_K])
+            b = b_desc.load([kb * BLOCK_K, pid_n * BLOCK_N])
+            # ---- 3. multiply (wgmma on Hopper) ----
+            acc = tl.dot(a, b, acc)
+        # ---- 4. write back, rounded: two TMA stores of half a tile each (clipped at the edges), or masked
+        #         stores when C's rows are not 16-byte aligned ----
+        if C_BY_TMA:
+            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_ptr.dtype.element_ty))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_ptr.dtype.element_ty))
+        else:
+            offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def tma_config(bm, bn, bk, warps, stages, group_m=8, **knobs):
+    """A config of a kernel with v14's parameters (knobs: its further constexprs, e.g. FLATTEN)."""
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **knobs},
                          num_warps=warps, num_stages=stages, pre_hook=_set_boxes)
 
 
@@ -226,37 +259,52 @@ def _set_boxes(nargs):
     """The descriptors' boxes follow the config being tried (as in Triton's persistent-matmul tutorial)."""
     nargs["a_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_K"]]
     nargs["b_desc"].block_shape = [nargs["BLOCK_K"], nargs["BLOCK_N"]]
+    if isinstance(nargs.get("c_desc"), TensorDescriptor):
+        nargs["c_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"] // 2]
 
 
 TRITON_CONFIGS = (
-    tma_config(128, 256, 64, 8, 3),
-    tma_config(128, 256, 64, 8, 4),
-    tma_config(256, 128, 64, 8, 3),
-    tma_config(128, 128, 64, 8, 4),
-    tma_config(128, 128, 64, 4, 4),
-    tma_config(128, 256, 64, 8, 3, group_m=16),
+    tma_config(128, 256, 64, 8, 3, FLATTEN=True),
+    tma_config(128, 256, 64, 8, 4, FLATTEN=True),
+    tma_config(128, 256, 64, 8, 3, FLATTEN=False),  # one tile after another: what flattening is worth
+    tma_config(256, 128, 64, 8, 3, FLATTEN=True),
+    tma_config(128, 128, 64, 8, 4, FLATTEN=True),
+    tma_config(128, 128, 64, 4, 4, FLATTEN=True),
+    tma_config(128, 256, 64, 8, 3, group_m=16, FLATTEN=True),
 )
 
-tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(tma_persistent_kernel)
+tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(flat_persistent_kernel)
 
 
-def launch_config(a, b, c, config: triton.Config, kernel=tma_persistent_kernel):
-    """One Triton config, without the search (the interpreter's path; the tests check each config)."""
+def c_descriptor(c: torch.Tensor, block: list[int]) -> dict:
+    """The C arguments of flat_persistent_kernel: a TMA descriptor when C's rows are 16-byte aligned, else
+    none (masked stores)."""
+    if (c.shape[1] * c.element_size()) % 16 or c.data_ptr() % 16:
+        return {"c_desc": None, "C_BY_TMA": False}
+    return {"c_desc": TensorDescriptor.from_tensor(c, block), "C_BY_TMA": True}
+
+
+def launch_with_config(a, b, c, config: triton.Config, kernel, **args):
+    """One Triton config of `kernel` (a kernel with v14's parameters, and `args` besides), without the search."""
     return launch_tma_persistent(a, b, c, **config.kwargs, kernel=kernel, num_warps=config.num_warps,
-                                 num_stages=config.num_stages)
+                                 num_stages=config.num_stages, **args)
 
 
-def searched_triton(a, b, c, kernel, tuned, configs) -> TunedRun:
-    """`tuned` (triton.autotune over `configs` of `kernel`, a kernel with v14's parameters) on a, b, c.
+def launch_config(a, b, c, config: triton.Config):
+    """One config of v15's Triton kernel (the interpreter's path; the tests check each config)."""
+    box = [config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"] // 2]
+    return launch_with_config(a, b, c, config, flat_persistent_kernel, **c_descriptor(c, box))
 
-    In the interpreter the first config runs, untimed.
-    """
+
+def searched_triton(a, b, c, kernel, tuned, configs, launch_one, **args) -> TunedRun:
+    """`tuned` (triton.autotune over `configs` of `kernel`, a kernel with v14's parameters and `args`
+    besides) on a, b, c. In the interpreter the first config runs, untimed, through `launch_one`."""
     M, K = a.shape
     N = b.shape[1]
     if isinstance(kernel, InterpretedFunction) or K == 0:
         first = configs[0]
         note = f"{describe(first)} (interpreter: first config, untimed)"
-        return TunedRun(launch_config(a, b, c, first, kernel), lambda: note, lambda: block_of(first))
+        return TunedRun(launch_one(a, b, c, first), lambda: note, lambda: block_of(first))
     a_t, b_t, refresh = tma_operands(a, b)
     box = configs[0].kwargs  # the boxes are reset per config by _set_boxes
     a_desc = TensorDescriptor.from_tensor(a_t, [box["BLOCK_M"], box["BLOCK_K"]])
@@ -264,7 +312,7 @@ def searched_triton(a, b, c, kernel, tuned, configs) -> TunedRun:
     check_grid((programs(a.device, M, N, 64, 64),))
     launch = functools.partial(
         tuned[lambda meta: (programs(a.device, M, N, meta["BLOCK_M"], meta["BLOCK_N"]),)],
-        a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1))
+        a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **args)
 
     def run():
         refresh()
@@ -275,7 +323,9 @@ def searched_triton(a, b, c, kernel, tuned, configs) -> TunedRun:
 
 
 def warp_specialized_triton(a, b, c):
-    return searched_triton(a, b, c, tma_persistent_kernel, tuned_kernel, TRITON_CONFIGS)
+    box = [TRITON_CONFIGS[0].kwargs["BLOCK_M"], TRITON_CONFIGS[0].kwargs["BLOCK_N"] // 2]  # reset per config
+    return searched_triton(a, b, c, flat_persistent_kernel, tuned_kernel, TRITON_CONFIGS, launch_config,
+                           **c_descriptor(c, box))
 
 
 VARIANT = Variant(

@@ -66,9 +66,8 @@ from ._cuda import CudaSource, bind, tensor_map_2d
 from ._registry import Variant
 from .v11_autotuned import grouped_tile
 from .v14_wgmma_tma import BARRIER_BYTES, sm_count, tma_operands
-from .v15_warp_specialized import launch_config as launch_v14_config
-from .v15_warp_specialized import (C_STAGE_BYTES, c_tensor_map, one_candidate, searched_cuda, searched_triton,
-                                   tma_config)
+from .v15_warp_specialized import (C_STAGE_BYTES, c_tensor_map, launch_with_config, one_candidate, searched_cuda,
+                                   searched_triton, tma_config)
 
 BM, BN, BK = 256, 128, 32
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -163,11 +162,11 @@ tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"]
 
 def launch_config(a, b, c, config: triton.Config):
     """One Triton config, without the search (the tests check each config)."""
-    return launch_v14_config(a, b, c, config, wgmma_tf32_kernel)
+    return launch_with_config(a, b, c, config, wgmma_tf32_kernel)
 
 
 def wgmma_tf32_triton(a, b, c):
-    return searched_triton(a, b, c, wgmma_tf32_kernel, tuned_kernel, TRITON_CONFIGS)
+    return searched_triton(a, b, c, wgmma_tf32_kernel, tuned_kernel, TRITON_CONFIGS, launch_config)
 
 
 VARIANT = Variant(

@@ -1,11 +1,11 @@
 """Hopper probe (issue 4): every candidate of v15's and v16's searches timed beside cuBLAS, with errors.
 
-    python scripts/probe_hopper.py [--sizes 4096] [--extra]
+    python scripts/probe_hopper.py [--sizes 4096] [--extra] [--no-tf32]
 
-For each size: cuBLAS bf16 and each v15 CUDA candidate (the cluster ones included); cuBLAS TF32, each
-v16 CUDA candidate and Triton config, and what Triton makes of a plain `tl.dot` on N-major fp32 B
-(v14's kernel on fp32 operands) and what transposing B with torch costs. --extra adds Triton configs
-outside v16's search. Times are do_bench medians in ms; % is of cuBLAS in this run.
+For each size: cuBLAS bf16, each v15 CUDA candidate (the cluster ones included) and Triton config;
+cuBLAS TF32, each v16 CUDA candidate and Triton config, and what Triton makes of a plain `tl.dot` on
+N-major fp32 B (v14's kernel on fp32 operands) and what transposing B with torch costs. --extra adds
+Triton configs outside v16's search. Times are do_bench medians in ms; % is of cuBLAS in this run.
 """
 
 import argparse
@@ -37,7 +37,7 @@ def line(label, run, out, ref, base_ms):
         print(f"  {label:58} failed: {type(exc).__name__}: {str(exc)[:200]}", flush=True)
 
 
-def probe(n: int, extra: bool) -> None:
+def probe(n: int, extra: bool, tf32: bool) -> None:
     a, b = make_inputs(n, n, n, PRECISIONS["bf16"], "cuda", seed=3)
     ref = reference(a, b)
     c = torch.empty(n, n, device="cuda", dtype=a.dtype)
@@ -45,6 +45,10 @@ def probe(n: int, extra: bool) -> None:
     print(f"{n}³ bf16: cuBLAS {base:.4f} ms", flush=True)
     for tile in v15.CUDA_CANDIDATES:
         line(f"v15 cuda {tile}", v15.launch_tile(a, b, c, tile), c, ref, base)
+    for config in v15.TRITON_CONFIGS:
+        line(f"v15 triton {describe(config)}", v15.launch_config(a, b, c, config), c, ref, base)
+    if not tf32:
+        return
 
     set_fp32_matmul(tf32=True)
     a, b = make_inputs(n, n, n, PRECISIONS["tf32"], "cuda", seed=3)
@@ -67,10 +71,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", default="4096")
     parser.add_argument("--extra", action="store_true")
+    parser.add_argument("--no-tf32", action="store_true", help="bf16 only: leave out v16 and cuBLAS TF32")
     args = parser.parse_args()
     print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
     for n in map(int, args.sizes.split(",")):
-        probe(n, args.extra)
+        probe(n, args.extra, not args.no_tf32)
 
 
 if __name__ == "__main__":
