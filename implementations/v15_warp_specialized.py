@@ -12,10 +12,10 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   arrive through `mapa`).
 - L2-aware order: clusters walk GROUP_M cluster rows at a time, column by column.
 - Epilogue through TMA: each consumer warpgroup rounds its 64×256 block into a swizzled 16 KB staging
-  buffer, 128 columns at a time, and one thread hands it to a TMA bulk tensor store (clipped at the
-  matrix edges); the warpgroup starts its next tile while the copy engine writes. When C's rows are
-  not 16-byte aligned (N % 8 != 0) TMA cannot write C, and the accumulators go straight from registers
-  to memory as in v14.
+  buffer (stmatrix, 16 bytes per lane per instruction), 128 columns at a time, and one thread hands it
+  to a TMA bulk tensor store (clipped at the matrix edges); the warpgroup starts its next tile while
+  the copy engine writes. When C's rows are not 16-byte aligned (N % 8 != 0) TMA cannot write C, and
+  the accumulators go straight from registers to memory as in v14.
 The CUDA side searches a few template instantiations (stages, cluster size, group size) at the first
 call per device and shape, as v11 does, and reports its choice.
 
@@ -25,41 +25,61 @@ CUDA C and Triton side by side:
 |---|---|---|
 | producer / consumers | `if (warpgroup == 0)` ... `else` ..., by hand | not used: `tl.range(warp_specialize=True)` |
 |  |  | crashed Triton 3.6's compiler on the H100 (*) |
+| loads run ahead across tiles | the producer's loop over tiles and k-blocks | `tl.range(flatten=True)`: one |
+|  |  | pipeline over every (tile, k-block) (FLATTEN) |
 | register split | `setmaxnreg.dec 40` / `setmaxnreg.inc 232` | none |
 | 128×256 tiles | two m64n256k16 warpgroups | BLOCK 128×256 in the config search |
 | clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
 | tile order | grouped over cluster tiles | GROUP_M in the persistent loop (v14's) |
+| epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
 | search | CUDA_CANDIDATES, `search_fastest` (v11) | `triton.autotune` over TRITON_CONFIGS |
 
-What Triton does for you: the pipeline, descriptors, layouts and wgmma, as in v14; what it leaves out
-here is exactly this rung's new material, so the Triton side is v14's `tma_persistent_kernel` with its
-best Hopper configurations searched (larger tiles, deeper pipelines, grouped order).
+What Triton does for you: the pipeline, descriptors, layouts and wgmma, as in v14, and with
+`flatten=True` the software pipeliner treats the tile loop and the k-loop as one, so the next tile's
+first loads are in flight during this tile's epilogue: what the CUDA producer warpgroup does by hand.
+The epilogue goes through TMA descriptor stores. What this Triton version leaves out is warp
+specialization, the register split and clusters.
 
 (*) `scripts/tensor_core_check.py` probes it: an assertion in Triton's WSLowerToken pass on a plain
 tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100 worklogs
-with these techniques report 101-107%. Measured (H100 80GB HBM3, same run as cuBLAS,
-docs/results/h100_tc_bf16.md and h100_tc_fp16.md, per-call event timing): CUDA C 96.0% (bf16) and
-97.5% (fp16) at 4096³, 96.3% and 95.6% at 8192³; Triton 95.0-97.5%. Other runs of the same code gave
-the CUDA side 92.8-104.4% at 8192³ (cuBLAS's own spread there is ±4-8%), and with CUDA-graph timing
-98.3% at 4096³ and 100.2% at 8192³ (docs/results/h100_tc_graph.md). Two findings on the way there:
+with these techniques report 101-107%. Measured on an H100 80GB HBM3, in the same run as cuBLAS,
+`compare.py --rounds 3` (per-call event timing with an L2 flush, three rounds in alternating order,
+samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 97.5% (bf16) and 98.0% (fp16)
+at 4096³, 97.1% and 98.0% at 8192³; Triton 97.1-98.1% (bf16) and 97.5% (fp16) at 4096³, 95.9-97.4%
+at 8192³ (docs/results/h100_tc_bf16_flat.md has the flattened Triton kernel's bf16 run). Back to back
+at the power limit (scripts/steady_clocks.py, docs/results/h100_steady_clocks_bf16.txt), where the
+SM clock settles at 1.34-1.40 GHz for every kernel: CUDA C 98.6% of cuBLAS at 4096³ (99.1% in cycles)
+and 101.9% at 8192³ (102.2% in cycles, 978 against 959 GFLOP/J); Triton 96.4% and 99.7%.
+Findings on the way there:
 - `mbarrier.arrive.release.cluster` (the remote arrival that frees a slot in the peer CTA) compiles to
   MEMBAR.ALL.GPU before every arrival. With it the CLUSTER_M = 2 candidates ran at half the speed of
   CLUSTER_M = 1 (0.425 against 0.219 ms at 4096³ bf16, found by reading the SASS); the CTA-scope arrival
   CUTLASS uses needs no fence, and the pairs now beat single CTAs (0.191 against 0.198 ms) because each
   CTA reads only half of B from L2.
-- The TMA-store epilogue took the 4096³ bf16 figure from 88.5% to 96-98%.
+- The TMA-store epilogue took the 4096³ bf16 figure from 88.5% to 96-98%. Writing the staging buffer
+  with stmatrix instead of 4-byte stores is worth about 1% at 8192³ and nothing measurable at 4096³.
+- What the whole epilogue costs: the kernel with its stores compiled in but never executed runs 3-3.5%
+  faster at 4096³ and 1.2-1.4% at 8192³ (two runs of interleaved rounds,
+  docs/results/h100_v15_epilogue_probe.txt).
+  Staging the second half of C in the ring slot just consumed, so that it need not wait for the first
+  half's store to read the staging buffer, made no measurable difference and was left out.
 - Clusters of four (a quarter of B per CTA) were slower: 82% against 93% (scripts/probe_hopper.py).
 - Staggering the consumers (warpgroup 2 starting one or two k-blocks after warpgroup 1, so that each
   one's epilogue would overlap the other's multiplies) was slower too: 93.7% and 93.0% against 94.3%
-  at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt). So the idle
-  tensor-core time is not mainly the epilogue, or one warpgroup alone cannot keep them busy.
-What still holds it below cuBLAS is not pinned down. Under Nsight Compute (docs/results/h100_ncu_tc.md,
-4096³ bf16, one launch at a time) the kernel now takes 182.3 µs against cuBLAS's 179.5 µs, at 88.2% SM
-throughput against 90.2% (72% before the cluster fix and the TMA-store epilogue). cuBLAS's kernel there
-is nvjet 256×128, BK 64, 4 stages, cluster 1×2. At 4096³ the 512 tiles of 128×256 make 3.9 waves on
-132 SMs.
+  at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt): both
+  warpgroups release a slot together, so the lag takes stages out of the ring.
+- Flattening the Triton loop: 97.4% against 94.6% at 8192³, no difference at 4096³
+  (docs/results/h100_hopper_probe_flat.txt).
+What limits it. Under Nsight Compute at 4096³ bf16 (docs/results/h100_ncu_v15_stalls.md, one launch,
+clocks not locked) the kernel takes 287.0 K cycles against cuBLAS's 285.2 K (99.4%), with the tensor
+pipe busy 89.3% of the time against 90.0%. SMs are idle 5.6% of the time: the fourth and last wave of
+clusters is 58 of 66 (512 tiles of 128×256 on 132 SMs) and the ring fills from DRAM at the start. Of the
+warp-stall samples, 30% are consumers waiting for their own wgmmas (the tensor pipe busy), 26% the idle
+producer warps at the final cluster barrier, and 3.4% consumers waiting for a slot to fill. cuBLAS
+(nvjet 256×128, BK 64, 4 stages, cluster 1×2) has the same wave count. Both kernels run into the board's
+700 W limit, so what separates them in time is energy per tile as much as cycles.
 """
 
 import functools
