@@ -34,6 +34,7 @@ examples:
   python compare.py                           every rung at 4096³ fp32, CUDA C beside Triton, vs cuBLAS
   python compare.py --rungs 2-3 --sizes 1024,2048x512x4096
   python compare.py --impl triton,cublas --timing graph --sizes 256,512
+  python compare.py --dtype bf16 --rungs 14,15 --sizes 8192 --rounds 3   clock drift shared out
   python compare.py --list
   python compare.py --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --plots out/
   python compare.py --rungs 11,15 --sizes 256,512,1024,2048,4096,8192 --json out/sweep.json --plots out/

@@ -46,12 +46,15 @@ tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100 worklogs
 with these techniques report 101-107%. Measured on an H100 80GB HBM3, in the same run as cuBLAS,
 `compare.py --rounds 3` (per-call event timing with an L2 flush, three rounds in alternating order,
-samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 97.5% (bf16) and 98.0% (fp16)
-at 4096³, 97.1% and 98.0% at 8192³; Triton 97.1-98.1% (bf16) and 97.5% (fp16) at 4096³, 95.9-97.4%
-at 8192³ (docs/results/h100_tc_bf16_flat.md has the flattened Triton kernel's bf16 run). Back to back
-at the power limit (scripts/steady_clocks.py, docs/results/h100_steady_clocks_bf16.txt), where the
-SM clock settles at 1.34-1.40 GHz for every kernel: CUDA C 98.6% of cuBLAS at 4096³ (99.1% in cycles)
-and 101.9% at 8192³ (102.2% in cycles, 978 against 959 GFLOP/J); Triton 96.4% and 99.7%.
+samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 97.3% (bf16) and 97.9% (fp16) at
+4096³, 100.7% and 95.9% at 8192³; Triton 96.4% and 99.4% at 4096³, 101.0% and 95.1% at 8192³. At 8192³
+the board's power limit spreads every kernel's calls, cuBLAS's by ±3% (20th to 80th percentile); an
+earlier run of the same kernels gave CUDA C 97.8% and 96.2% at 4096³ and 8192³ bf16. Nsight Compute, one
+launch at 4096³ bf16 (docs/results/h100_ncu_tc.md): 178.1 µs for the CUDA C kernel and 178.2 µs for
+Triton's, against cuBLAS's 177.4 µs. Back to back at the power limit (scripts/steady_clocks.py,
+docs/results/h100_steady_clocks_bf16.txt), where the SM clock settles at 1.34-1.40 GHz for every kernel:
+CUDA C 98.6% of cuBLAS at 4096³ (99.1% in cycles) and 101.9% at 8192³ (102.2% in cycles, 978 against 959
+GFLOP/J); Triton 96.4% and 99.7% (before its loop was flattened).
 Findings on the way there:
 - `mbarrier.arrive.release.cluster` (the remote arrival that frees a slot in the peer CTA) compiles to
   MEMBAR.ALL.GPU before every arrival. With it the CLUSTER_M = 2 candidates ran at half the speed of
