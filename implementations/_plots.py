@@ -19,12 +19,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Iterable
 from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ._report import config_values
+from ._bench import Result
+from ._report import by_shape, config_values, results_of
 from ._report import load_document as load
 
 IMPL_STYLE = {"cuda": ("CUDA C", "o", "#1f77b4"), "triton": ("Triton", "s", "#ff7f0e")}
@@ -32,15 +32,12 @@ CUBLAS_COLOR = "black"
 DPI = 130
 
 
-def _label(r: dict) -> str:
-    return f"{r['rung']} {r['config']}".strip()
+def _label(r: Result) -> str:
+    return f"{r.rung} {r.config}".strip()
 
 
-def _groups(results: Iterable[dict]) -> dict[tuple[str, str], list[dict]]:
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in results:
-        groups.setdefault((r["size"], r["dtype"]), []).append(r)
-    return groups
+def _shape(doc: dict, size: str, dtype: str) -> list[Result]:
+    return by_shape(results_of(doc)).get((size, dtype), [])
 
 
 def _device(doc: dict) -> str:
@@ -63,12 +60,11 @@ def _save(fig: Figure, path: Path) -> Path:
 
 def ladder(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
     """Grouped bars: % of cuBLAS per rung and config, CUDA C beside Triton."""
-    group = _groups(doc["results"]).get((size, dtype), [])
-    rows: dict[str, dict[str, dict]] = {}
-    for r in group:
-        if r["impl"] in IMPL_STYLE:
-            rows.setdefault(_label(r), {})[r["impl"]] = r
-    if not any(r.get("pct_cublas") for by_impl in rows.values() for r in by_impl.values()):
+    rows: dict[str, dict[str, Result]] = {}
+    for r in _shape(doc, size, dtype):
+        if r.impl in IMPL_STYLE:
+            rows.setdefault(_label(r), {})[r.impl] = r
+    if not any(r.pct_cublas for by_impl in rows.values() for r in by_impl.values()):
         return None
     labels = list(rows)
     # the config goes under the rung only where it tells bars apart (v03 TILE=16 and TILE=32)
@@ -82,12 +78,12 @@ def ladder(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
             r = rows[label].get(impl)
             if r is None:
                 continue
-            pct = r.get("pct_cublas")
+            pct = r.pct_cublas
             if pct:
                 ax.bar(x + offset, pct, width, color=color, label=name)
                 ax.annotate(f"{pct:.0f}", (x + offset, pct), ha="center", va="bottom", fontsize=7)
             else:  # not timed: say why in place of the bar
-                ax.annotate(r["status"], (x + offset, 1), ha="center", va="bottom", rotation=90, fontsize=7,
+                ax.annotate(r.status, (x + offset, 1), ha="center", va="bottom", rotation=90, fontsize=7,
                             color=color)
     ax.axhline(100, color=CUBLAS_COLOR, linestyle="--", linewidth=1, label="cuBLAS (same run)")
     ax.set_xticks(range(len(labels)), ticks, fontsize=7)
@@ -101,9 +97,9 @@ def ladder(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
 
 def roofline(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
     """Each timed rung at (flop per byte of implied global traffic, TFLOP/s), under the measured ceilings."""
-    group = _groups(doc["results"]).get((size, dtype), [])
-    points = [r for r in group if r["impl"] in IMPL_STYLE and r.get("tflops") and r.get("traffic_bytes")]
-    cublas = next((r for r in group if r["impl"] == "cublas" and r.get("tflops")), None)
+    group = _shape(doc, size, dtype)
+    points = [r for r in group if r.impl in IMPL_STYLE and r.tflops and r.traffic_bytes]
+    cublas = next((r for r in group if r.impl == "cublas" and r.tflops), None)
     bandwidth = copy_bandwidth_gbs(doc)
     if not points or cublas is None or bandwidth is None:
         return None
@@ -111,9 +107,9 @@ def roofline(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
     ax = fig.subplots()
     ax.set_xscale("log")
     ax.set_yscale("log")
-    intensities = [2.0 * r["M"] * r["N"] * r["K"] / r["traffic_bytes"] for r in points]
+    intensities = [2.0 * r.M * r.N * r.K / r.traffic_bytes for r in points]
     lo, hi = min(intensities) / 2, max(intensities) * 2
-    peak = cublas["tflops"]
+    peak = cublas.tflops
     ridge = peak * 1e3 / bandwidth  # flop/byte where the two roofs meet
     xs = sorted({lo, hi, min(max(ridge, lo), hi)})
     ax.plot(xs, [min(peak, bandwidth * x / 1e3) for x in xs], color=CUBLAS_COLOR, linewidth=1.5)
@@ -121,10 +117,10 @@ def roofline(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
                 va="bottom")
     ax.annotate(f"cuBLAS {peak:,.1f} TFLOP/s", (hi, peak), ha="right", va="bottom", fontsize=8)
     for r, x in zip(points, intensities):
-        _, marker, color = IMPL_STYLE[r["impl"]]
-        ax.scatter(x, r["tflops"], marker=marker, color=color, s=36, zorder=3)
-        tile = config_values(r["config"]).get("TILE")
-        ax.annotate(r["rung"] + (f" T{tile}" if tile else ""), (x, r["tflops"]), textcoords="offset points",
+        _, marker, color = IMPL_STYLE[r.impl]
+        ax.scatter(x, r.tflops, marker=marker, color=color, s=36, zorder=3)
+        tile = config_values(r.config).get("TILE")
+        ax.annotate(r.rung + (f" T{tile}" if tile else ""), (x, r.tflops), textcoords="offset points",
                     xytext=(4, 3), fontsize=6)
     for name, marker, color in IMPL_STYLE.values():
         ax.scatter([], [], marker=marker, color=color, label=name)
@@ -136,32 +132,32 @@ def roofline(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
     return _save(fig, out / f"roofline_{size}_{dtype}.png")
 
 
-def _work(r: dict) -> float:
-    return float(r["M"]) * r["N"] * r["K"]
+def _work(r: Result) -> float:
+    return float(r.M) * r.N * r.K
 
 
 def tflops_vs_size(doc: dict, dtype: str, out: Path) -> Path | None:
     """TFLOP/s against size, a line per rung, config and language, cuBLAS dashed; needs two sizes or more."""
-    timed = [r for r in doc["results"] if r["dtype"] == dtype and r.get("tflops") and r["impl"] != "cpu"]
-    if len({r["size"] for r in timed}) < 2:
+    timed = [r for r in results_of(doc) if r.dtype == dtype and r.tflops and r.impl != "cpu"]
+    if len({r.size for r in timed}) < 2:
         return None
-    lines: dict[tuple[str, str], list[dict]] = {}
+    lines: dict[tuple[str, str], list[Result]] = {}
     for r in timed:
-        lines.setdefault((_label(r), r["impl"]), []).append(r)
+        lines.setdefault((_label(r), r.impl), []).append(r)
     fig = Figure(figsize=(9.0, 5.0))
     ax = fig.subplots()
     ax.set_xscale("log", base=2)
     rung_colors = {label: f"C{i % 10}" for i, label in enumerate(dict.fromkeys(label for label, _ in lines))}
     for (label, impl), rs in lines.items():
         rs.sort(key=_work)
-        xs, ys = [_work(r) ** (1 / 3) for r in rs], [r["tflops"] for r in rs]
+        xs, ys = [_work(r) ** (1 / 3) for r in rs], [r.tflops for r in rs]
         if impl == "cublas":
             ax.plot(xs, ys, "--", color=CUBLAS_COLOR, linewidth=2, label="cuBLAS")
         else:  # colour: the rung; marker and line: the language
             name, marker, _ = IMPL_STYLE[impl]
             ax.plot(xs, ys, marker=marker, linestyle="-" if impl == "cuda" else ":", color=rung_colors[label],
                     label=f"{label} {name}")
-    sizes = sorted({(_work(r) ** (1 / 3), r["size"]) for r in timed})
+    sizes = sorted({(_work(r) ** (1 / 3), r.size) for r in timed})
     ax.set_xticks([x for x, _ in sizes], [s for _, s in sizes], rotation=30, fontsize=7)
     ax.set_xlabel("size M×N×K (placed at its cube root)")
     ax.set_ylabel("TFLOP/s")
@@ -172,25 +168,25 @@ def tflops_vs_size(doc: dict, dtype: str, out: Path) -> Path | None:
 
 def sweep_plot(doc: dict, name: str, dtype: str, out: Path) -> Path | None:
     """Time against the swept config value, a line per rung, size and language; refusals marked."""
-    rows = [(r, config_values(r["config"]).get(name)) for r in doc["results"] if r["dtype"] == dtype]
-    rows = [(r, int(v)) for r, v in rows if v is not None and r["impl"] in IMPL_STYLE]
-    if not any(r.get("ms") for r, _ in rows):
+    rows = [(r, config_values(r.config).get(name)) for r in results_of(doc) if r.dtype == dtype]
+    rows = [(r, int(v)) for r, v in rows if v is not None and r.impl in IMPL_STYLE]
+    if not any(r.ms for r, _ in rows):
         return None
     fig = Figure(figsize=(7.5, 4.8))
     ax = fig.subplots()
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
-    lines: dict[tuple[str, str, str], list[tuple[int, dict]]] = {}
+    lines: dict[tuple[str, str, str], list[tuple[int, Result]]] = {}
     for r, value in rows:
-        lines.setdefault((r["rung"], r["size"], r["impl"]), []).append((value, r))
+        lines.setdefault((r.rung, r.size, r.impl), []).append((value, r))
     refused = []
     for (rung, size, impl), points in lines.items():
         points.sort(key=lambda p: p[0])
         label, marker, color = IMPL_STYLE[impl]
-        timed = [(v, r["ms"]) for v, r in points if r.get("ms")]
+        timed = [(v, r.ms) for v, r in points if r.ms]
         if timed:
             ax.plot(*zip(*timed), marker=marker, label=f"{rung} {label} {size}")
-        refused += [(v, f"{rung} {label}: {r['status']}") for v, r in points if not r.get("ms")]
+        refused += [(v, f"{rung} {label}: {r.status}") for v, r in points if not r.ms]
     values = sorted({v for _, v in rows})
     ax.set_xticks(values, [str(v) for v in values])
     ax.set_xlabel(name)
@@ -208,9 +204,10 @@ def write_all(doc: dict, out_dir, sweep: str | None = None) -> list[Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     written = []
-    for size, dtype in _groups(doc["results"]):
+    results = results_of(doc)
+    for size, dtype in by_shape(results):
         written += [ladder(doc, size, dtype, out), roofline(doc, size, dtype, out)]
-    for dtype in sorted({r["dtype"] for r in doc["results"]}):
+    for dtype in sorted({r.dtype for r in results}):
         written.append(tflops_vs_size(doc, dtype, out))
         if sweep:
             written.append(sweep_plot(doc, sweep, dtype, out))
