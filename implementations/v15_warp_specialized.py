@@ -16,8 +16,9 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   to a TMA bulk tensor store (clipped at the matrix edges); the warpgroup starts its next tile while
   the copy engine writes. When C's rows are not 16-byte aligned (N % 8 != 0) TMA cannot write C, and
   the accumulators go straight from registers to memory as in v14.
-The CUDA side searches a few template instantiations (stages, cluster size, group size) at the first
-call per device and shape, as v11 does, and reports its choice.
+The CUDA side searches a few template instantiations (tile width, stages, cluster size, group size) at
+the first call per device and shape, as v11 does, and reports its choice. The 128×128 candidate is for
+products too small for 128×256 tiles to reach every SM (1024³ makes 32 of them on 132 SMs).
 
 CUDA C and Triton side by side:
 
@@ -75,6 +76,9 @@ Findings on the way there:
   warpgroups release a slot together, so the lag takes stages out of the ring.
 - Flattening the Triton loop: 97.4% against 94.6% at 8192³, no difference at 4096³
   (docs/results/h100_hopper_probe_flat.txt).
+- 128×128 tiles (BN = 128, six stages): 68.6% of cuBLAS at 1024³ against 51.8-55.8% for the 128×256
+  candidates, 84.6% against 93.6-95.4% at 2048³ (docs/results/h100_hopper_probe_bn128.txt); the search
+  picks them up to 1024³. cuBLAS is faster still there (128×64 tiles).
 What limits it. Under Nsight Compute at 4096³ bf16 (docs/results/h100_ncu_v15_stalls.md, one launch,
 clocks not locked) the kernel takes 287.0 K cycles against cuBLAS's 285.2 K (99.4%), with the tensor
 pipe busy 89.3% of the time against 90.0%. SMs are idle 5.6% of the time: the fourth and last wave of
@@ -101,11 +105,12 @@ from ._registry import TunedRun, Variant
 from .v11_autotuned import block_of, describe, grouped_tile, search_fastest
 from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands, zero_product
 
-BM, BN, BK = 128, 256, 64
+BM, BK = 128, 64
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
 
 
 class Tile(NamedTuple):
+    BN: int
     STAGES: int
     CLUSTER_M: int
     GROUP_M: int
@@ -118,10 +123,11 @@ class Tile(NamedTuple):
 
 
 CUDA_CANDIDATES = (
-    Tile(4, 2, 8),
-    Tile(4, 1, 8),  # no cluster: what multicast is worth
-    Tile(3, 2, 8),
-    Tile(4, 2, 16),
+    Tile(256, 4, 2, 8),
+    Tile(256, 4, 1, 8),  # no cluster: what multicast is worth
+    Tile(256, 3, 2, 8),
+    Tile(256, 4, 2, 16),
+    Tile(128, 6, 2, 8),  # twice the tiles, for products whose 128×256 tiles would leave SMs idle
 )
 KERNELS = CudaSource(__name__, [t.kernel(d) for d in IS_BF16 for t in CUDA_CANDIDATES], arch="sm_90a")
 _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
@@ -146,8 +152,8 @@ def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile):
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile).
     """
-    cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, BN)
-    smem = tile.STAGES * (BM * BK + BK * BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
+    cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
+    smem = tile.STAGES * (BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
     clusters = min(resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
     c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
     return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
@@ -189,7 +195,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):
     N = b.shape[1]
     a_t, b_t, refresh = tma_operands(a, b)
     a_map = tensor_map_2d(a_t, (BK, BM))  # box: 64 k × 128 rows
-    b_map = tensor_map_2d(b_t, (64, BK))  # box: 64 columns × 64 k; four per stage
+    b_map = tensor_map_2d(b_t, (64, BK))  # box: 64 columns × 64 k; BN / 64 per stage
     return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile) for tile in tiles}
 
 
@@ -208,10 +214,10 @@ def launch_tile(a, b, c, tile: Tile):
     return one_candidate(prepare_cuda, a, b, c, tile)
 
 
-def searched_cuda(a, b, c, prepare, tile: tuple[int, int]) -> TunedRun:
+def searched_cuda(a, b, c, prepare, tile_of) -> TunedRun:
     """The fastest of `prepare`'s candidates, searched at the first call per device, shape and dtype.
 
-    `prepare(a, b, c)` -> (refresh, {candidate: launch}); `tile`: the block tile (BM, BN) of C.
+    `prepare(a, b, c)` -> (refresh, {candidate: launch}); `tile_of(candidate)`: its block tile (BM, BN) of C.
     """
     M, K = a.shape
     if K == 0:
@@ -230,11 +236,11 @@ def searched_cuda(a, b, c, prepare, tile: tuple[int, int]) -> TunedRun:
         others = ", ".join(f"{t} {ms:.3f} ms" for t, ms in sorted(times.items(), key=lambda x: x[1]) if t != best)
         return f"{best}, {times[best]:.3f} ms; others: {others} ({seconds:.1f} s)"
 
-    return TunedRun(launch, chosen, lambda: tile)
+    return TunedRun(launch, chosen, lambda: tile_of(_cuda_choices[key][0]))
 
 
 def warp_specialized_cuda(a, b, c):
-    return searched_cuda(a, b, c, prepare_cuda, (BM, BN))
+    return searched_cuda(a, b, c, prepare_cuda, lambda tile: (BM, tile.BN))
 
 
 # ---- Triton: v14's persistent kernel with one flat loop and TMA stores, its best configurations searched --

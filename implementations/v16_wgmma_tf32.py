@@ -110,7 +110,7 @@ def launch_tile(a, b, c, tile: Tile):
 
 
 def wgmma_tf32_cuda(a, b, c):
-    return searched_cuda(a, b, c, prepare_cuda, (BM, BN))
+    return searched_cuda(a, b, c, prepare_cuda, lambda _: (BM, BN))
 
 
 # ---- Triton kernel and launcher -----------------------------------------------------------------------

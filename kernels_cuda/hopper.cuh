@@ -246,6 +246,17 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 a, u64 b, 
     }
 }
 
+// Either shape, by the accumulator count: 128 registers are m64n256k16, 64 are m64n128k16.
+template <int IS_BF16, int R>
+__device__ __forceinline__ void wgmma_m64nk16(float (&d)[R], u64 a, u64 b, int accumulate) {
+    if constexpr (R == 128) {
+        wgmma_m64n256k16<IS_BF16>(d, a, b, accumulate);
+    } else {
+        static_assert(R == 64, "m64n256k16 or m64n128k16");
+        wgmma_m64n128k16<IS_BF16>(d, a, b, accumulate);
+    }
+}
+
 // D (64×256, fp32) += A (64×8, tf32, from registers) · B (8×256, tf32, K-major in shared memory).
 // tf32 wgmma reads a shared-memory operand K-major only (the transpose immediates exist for 16-bit
 // types alone); an operand in registers has no such restriction. Thread t of the warpgroup holds A at

@@ -3,9 +3,10 @@
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
 // C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C in the input type; all row-major.
-// Template <IS_BF16, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×256×64. Launch: 384 threads
-// (three warpgroups), grid = CLUSTER_M × min(SMs / CLUSTER_M, cluster tiles), persistent. Dynamic
-// shared memory: STAGES × 48 KB of tiles + 32 KB for C + 1 KB. Needs sm_90a.
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×BN×64, BN = 256, or 128 for
+// products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups), grid =
+// CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic shared
+// memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -15,7 +16,7 @@
 //   - Registers. A thread's register budget is fixed per kernel; setmaxnreg lets the producer give its
 //     share back (down to 40) and the consumers take it (up to 232): enough for 128 accumulators per
 //     thread, so each consumer warpgroup owns a 64×256 block (m64n256k16: B read once per 64 rows of A
-//     instead of per 64×128, half v14's shared-memory traffic per flop).
+//     instead of per 64×128, half v14's shared-memory traffic per flop). BN = 128 halves the block.
 //   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
 //     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
 //     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
@@ -31,16 +32,16 @@
 //     stored straight from registers as in v14.
 #include "hopper.cuh"
 
-constexpr int V15_BM = 128, V15_BN = 256, V15_BK = 64;
-constexpr int V15_A_BYTES = V15_BM * V15_BK * 2, V15_B_BYTES = V15_BK * V15_BN * 2;  // 16 KB, 32 KB
-constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;                                      // one 64-column box
-constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;                                // per consumer: 16 KB
+constexpr int V15_BM = 128, V15_BK = 64;
+constexpr int V15_A_BYTES = V15_BM * V15_BK * 2;     // 16 KB
+constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;     // one 64-column box of B: 8 KB
+constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
-// A consumer warpgroup's 64×256 block of C (accumulators d, rows from row0, columns from col0) through
+// A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0) through
 // its staging buffer and TMA, 128 columns at a time. stmatrix writes two 8-column blocks of a warp's 16
 // rows per instruction: lane l addresses row 8·((l / 8) % 2) + l % 8 of column block l / 16.
-template <int IS_BF16>
-__device__ __forceinline__ void store_via_tma(const float (&d)[128], unsigned char* stage, const TmaDescriptor* c_map,
+template <int IS_BF16, int BN>
+__device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned char* stage, const TmaDescriptor* c_map,
                                               int row0, int col0, unsigned barrier_id) {
     const int lane = threadIdx.x % 32, row = 16 * (threadIdx.x % 128 / 32) + 8 * (lane / 8 % 2) + lane % 8;
     auto fill = [&](int half) {
@@ -52,23 +53,24 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[128], unsigned ch
                         pack2<IS_BF16>(d[4 * j + 6], d[4 * j + 7]));
         }
     };
-    store_through_stage<2>(stage, c_map, barrier_id, fill,
+    store_through_stage<BN / 128>(stage, c_map, barrier_id, fill,
                            [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); });
 }
 
-template <int IS_BF16, int STAGES, int CLUSTER_M, int GROUP_M>
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int c_by_tma) {
-    constexpr int BM = V15_BM, BN = V15_BN, BK = V15_BK, B_BOXES = BN / 64;
+    static_assert(BN == 256 || BN == 128, "a consumer warpgroup's block is m64n256 or m64n128");
+    constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
     //         for the swizzle), barriers ----
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
     unsigned char* a_tiles = smem;
     unsigned char* b_tiles = smem + STAGES * V15_A_BYTES;
-    unsigned char* c_stages = b_tiles + STAGES * V15_B_BYTES;
+    unsigned char* c_stages = b_tiles + STAGES * B_BYTES;
     u64* full = reinterpret_cast<u64*>(c_stages + 2 * V15_C_STAGE_BYTES);
     u64* empty = full + STAGES;
 
@@ -104,9 +106,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 for (int kb = 0; kb < k_tiles; ++kb, ++loads) {
                     const int s = loads % STAGES, k0 = kb * BK;
                     if (loads >= STAGES) mbar_wait(&empty[s], (loads / STAGES - 1) & 1);
-                    mbar_expect_tx(&full[s], V15_A_BYTES + V15_B_BYTES);
+                    mbar_expect_tx(&full[s], V15_A_BYTES + B_BYTES);
                     tma_load_2d(a_tiles + s * V15_A_BYTES, &a_map, &full[s], k0, tile_m * BM);
-                    unsigned char* b_tile = b_tiles + s * V15_B_BYTES;
+                    unsigned char* b_tile = b_tiles + s * B_BYTES;
                     if constexpr (CLUSTER_M > 1) {  // this CTA's share of the B boxes, into every CTA of the cluster
                         for (int box = rank; box < B_BOXES; box += CLUSTER_M)
                             tma_load_2d_multicast(b_tile + box * V15_B_BOX_BYTES, &b_map, &full[s], tile_n * BN + box * 64,
@@ -121,7 +123,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     } else {
         // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
         setmaxnreg_inc<232>();
-        float d[128] = {};
+        float d[BN / 2] = {};
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
         auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
             const unsigned lane = threadIdx.x % 128;
@@ -137,14 +139,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             for (int kb = 0; kb < k_tiles; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
-                // ---- 3. multiply: as v14, with n = 256 (four 64-column B boxes, 8 KB apart) ----
+                // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart) ----
                 const unsigned char* a_tile = a_tiles + s * V15_A_BYTES + (warpgroup - 1) * 64 * 128;
-                const unsigned char* b_tile = b_tiles + s * V15_B_BYTES;
+                const unsigned char* b_tile = b_tiles + s * B_BYTES;
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
-                    wgmma_m64n256k16<IS_BF16>(d, smem_desc(a_tile + kk * 32, 16, 1024),
-                                              smem_desc(b_tile + kk * 16 * 128, V15_B_BOX_BYTES, 1024), kb > 0 || kk > 0);
+                    wgmma_m64nk16<IS_BF16>(d, smem_desc(a_tile + kk * 32, 16, 1024),
+                                           smem_desc(b_tile + kk * 16 * 128, V15_B_BOX_BYTES, 1024), kb > 0 || kk > 0);
                 }
                 wgmma_commit();
                 // Release the previous k-block's slot, in every CTA of the cluster.
@@ -157,7 +159,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             // ---- 4. write back, while the producer already fills the ring with the next tile ----
             const int row0 = tile_m * BM + (warpgroup - 1) * 64;
             if (c_by_tma) {
-                store_via_tma<IS_BF16>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
+                store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
                                        warpgroup);
             } else {
                 store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
