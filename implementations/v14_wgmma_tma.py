@@ -27,6 +27,8 @@ CUDA C and Triton side by side:
 TMA needs 16-byte aligned row pitches: when K or N is not a multiple of 8 (16-bit elements), both
 sides copy A and B once per call into zero-padded buffers (inside the timed call: it is part of the
 cost), which changes nothing in the product. C is written with masked stores, so any M and N work.
+The Triton kernel has two knobs off here that v15 turns on: FLATTEN (one software pipeline over the
+tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores).
 
 What it should reach: about cuBLAS's level minus what the single-role design costs (the thread that
 issues the copies is also a consumer, so its warpgroup waits whenever a slot is late), and the
@@ -117,14 +119,16 @@ def wgmma_tma_cuda(a, b, c):
 
 @triton.jit
 def tma_persistent_kernel(
-    a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
+    a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, c_desc,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr,
 ):
-    # ---- 1. this program's tiles: pid, pid + programs, ..., each mapped in grouped order ----
+    # ---- 1. this program's tiles: pid, pid + programs, ..., each mapped in grouped order (FLATTEN, v15:
+    #         the tile loop and the k-loop software-pipelined as one) ----
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    for tile in range(tl.program_id(0), grid_m * grid_n, tl.num_programs(0)):
+    for tile in tl.range(tl.program_id(0), grid_m * grid_n, tl.num_programs(0), flatten=FLATTEN):
         pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kb in range(k_tiles):
@@ -133,11 +137,17 @@ def tma_persistent_kernel(
             b = b_desc.load([kb * BLOCK_K, pid_n * BLOCK_N])
             # ---- 3. multiply (wgmma on Hopper) ----
             acc = tl.dot(a, b, acc)
-        # ---- 4. write back, rounded to C's type, masked at the edges ----
-        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-        tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        # ---- 4. write back, rounded to C's type: masked stores, or (C_BY_TMA, v15) two TMA stores of half a
+        #         tile each, clipped at the edges (C's rows must be 16-byte aligned) ----
+        if C_BY_TMA:
+            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_ptr.dtype.element_ty))
+            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_ptr.dtype.element_ty))
+        else:
+            offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
 def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int) -> int:
@@ -172,7 +182,7 @@ def launch_tma_persistent(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, kern
 
 def wgmma_tma_triton(a, b, c):
     return launch_tma_persistent(a, b, c, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, GROUP_M=1, num_warps=8,
-                                 num_stages=STAGES)
+                                 num_stages=STAGES, c_desc=None, FLATTEN=False, C_BY_TMA=False)
 
 
 VARIANT = Variant(

@@ -22,7 +22,7 @@ products too small for 128×256 tiles to reach every SM (1024³ makes 32 of them
 
 CUDA C and Triton side by side:
 
-| concept | CUDA C (kernels_cuda/v15_warp_specialized.cu) | Triton (below) |
+| concept | CUDA C (kernels_cuda/v15_warp_specialized.cu) | Triton (v14's kernel, its knobs on) |
 |---|---|---|
 | producer / consumers | `if (warpgroup == 0)` ... `else` ..., by hand | not used: `tl.range(warp_specialize=True)` |
 |  |  | crashed Triton 3.6's compiler on the H100 (*) |
@@ -38,8 +38,10 @@ CUDA C and Triton side by side:
 What Triton does for you: the pipeline, descriptors, layouts and wgmma, as in v14, and with
 `flatten=True` the software pipeliner treats the tile loop and the k-loop as one, so the next tile's
 first loads are in flight during this tile's epilogue: what the CUDA producer warpgroup does by hand.
-The epilogue goes through TMA descriptor stores. What this Triton version leaves out is warp
-specialization, the register split and clusters.
+The epilogue goes through TMA descriptor stores. So the Triton side is v14's `tma_persistent_kernel`
+with its FLATTEN and C_BY_TMA knobs on and its best Hopper configurations searched (larger tiles,
+deeper pipelines, grouped order). What this Triton version leaves out is warp specialization, the
+register split and clusters.
 
 (*) `scripts/tensor_core_check.py` probes it: an assertion in Triton's WSLowerToken pass on a plain
 tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
@@ -95,15 +97,15 @@ from typing import NamedTuple
 import numpy as np
 import torch
 import triton
-import triton.language as tl
 from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from ._cuda import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
 from ._cuda import cupy as kernel_cupy
 from ._registry import TunedRun, Variant
-from .v11_autotuned import block_of, describe, grouped_tile, search_fastest
-from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands, zero_product
+from .v11_autotuned import block_of, describe, search_fastest
+from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands,
+                            tma_persistent_kernel, zero_product)
 
 BM, BK = 128, 64
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -243,39 +245,7 @@ def warp_specialized_cuda(a, b, c):
     return searched_cuda(a, b, c, prepare_cuda, lambda tile: (BM, tile.BN))
 
 
-# ---- Triton: v14's persistent kernel with one flat loop and TMA stores, its best configurations searched --
-
-
-@triton.jit
-def flat_persistent_kernel(
-    a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, c_desc,
-    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr,
-):
-    # ---- 1. this program's tiles in grouped order; FLATTEN: the tile and k-block loops pipelined as one ----
-    grid_m = tl.cdiv(M, BLOCK_M)
-    grid_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    for tile in tl.range(tl.program_id(0), grid_m * grid_n, tl.num_programs(0), flatten=FLATTEN):
-        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kb in range(k_tiles):
-            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight) ----
-            a = a_desc.load([pid_m * BLOCK_M, kb * BLOCK_K])
-            b = b_desc.load([kb * BLOCK_K, pid_n * BLOCK_N])
-            # ---- 3. multiply (wgmma on Hopper) ----
-            acc = tl.dot(a, b, acc)
-        # ---- 4. write back, rounded: two TMA stores of half a tile each (clipped at the edges), or masked
-        #         stores when C's rows are not 16-byte aligned ----
-        if C_BY_TMA:
-            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_ptr.dtype.element_ty))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_ptr.dtype.element_ty))
-        else:
-            offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-            offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+# ---- Triton: v14's persistent kernel with its two knobs on, its best configurations searched ------------
 
 
 def tma_config(bm, bn, bk, warps, stages, group_m=8, **knobs):
@@ -302,12 +272,12 @@ TRITON_CONFIGS = (
     tma_config(128, 256, 64, 8, 3, group_m=16, FLATTEN=True),
 )
 
-tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(flat_persistent_kernel)
+tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(tma_persistent_kernel)
 
 
 def c_descriptor(c: torch.Tensor, block: list[int]) -> dict:
-    """The C arguments of flat_persistent_kernel: a TMA descriptor when C's rows are 16-byte aligned, else
-    none (masked stores)."""
+    """The C arguments of v14's kernel: a TMA descriptor when C's rows are 16-byte aligned, else none
+    (masked stores)."""
     if (c.shape[1] * c.element_size()) % 16 or c.data_ptr() % 16:
         return {"c_desc": None, "C_BY_TMA": False}
     return {"c_desc": TensorDescriptor.from_tensor(c, block), "C_BY_TMA": True}
@@ -322,7 +292,7 @@ def launch_with_config(a, b, c, config: triton.Config, kernel, **args):
 def launch_config(a, b, c, config: triton.Config):
     """One config of v15's Triton kernel (the interpreter's path; the tests check each config)."""
     box = [config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"] // 2]
-    return launch_with_config(a, b, c, config, flat_persistent_kernel, **c_descriptor(c, box))
+    return launch_with_config(a, b, c, config, tma_persistent_kernel, **c_descriptor(c, box))
 
 
 def searched_triton(a, b, c, kernel, tuned, configs, launch_one, **args) -> TunedRun:
@@ -353,7 +323,7 @@ def searched_triton(a, b, c, kernel, tuned, configs, launch_one, **args) -> Tune
 
 def warp_specialized_triton(a, b, c):
     box = [TRITON_CONFIGS[0].kwargs["BLOCK_M"], TRITON_CONFIGS[0].kwargs["BLOCK_N"] // 2]  # reset per config
-    return searched_triton(a, b, c, flat_persistent_kernel, tuned_kernel, TRITON_CONFIGS, launch_config,
+    return searched_triton(a, b, c, tma_persistent_kernel, tuned_kernel, TRITON_CONFIGS, launch_config,
                            **c_descriptor(c, box))
 
 
