@@ -152,9 +152,8 @@ def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: 
                 bar.update()
                 step += 1
                 first = results.get(i)
-                due = first is None or (first.samples and first.status == _bench.STATUS_OK
-                                                and task.impl != "cpu")
-                if not due:
+                if first is not None and not (first.status == _bench.STATUS_OK and first.samples
+                                              and task.impl != "cpu"):
                     continue
                 ratios = {f"{t.impl}_ms": results[j].ms for j, t in group if t.variant is None and j in results}
                 result = measure_task(task, dtype, precision, device, seed + i + r * len(tasks), timing, cpu_limit_s,
@@ -199,17 +198,18 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
 
 
 def pool_rounds(group: list[tuple[int, Task]], results: dict[int, _bench.Result], timing: str) -> None:
-    """Each timed result of one size from all its rounds' samples, the baselines' first (the others'
-    ratios are taken to their pooled medians)."""
-    timed = [(i, t) for i, t in group if results[i].samples and results[i].status == _bench.STATUS_OK]
-    for i, _ in timed:
-        _bench.summarize(results[i], None, None)
-    baseline_ms = {t.impl: results[i].ms for i, t in timed if t.variant is None}
-    for i, task in timed:
-        rung = task.variant is not None
-        _bench.summarize(results[i], baseline_ms.get("cublas") if rung else None,
+    """Each timed result of one size from all its rounds' samples, in plan order: the baselines come
+    first, so the others' ratios are taken to the baselines' pooled medians."""
+    baseline_ms: dict[str, float] = {}
+    for i, task in group:
+        result = results[i]
+        if not (result.samples and result.status == _bench.STATUS_OK):
+            continue
+        _bench.summarize(result, baseline_ms.get("cublas") if task.variant is not None else None,
                          baseline_ms.get("cpu") if task.impl != "cpu" else None)
-        results[i].timing = timing
+        result.timing = timing
+        if task.variant is None:
+            baseline_ms[task.impl] = result.ms
 
 
 def print_results(log: _report.ResultLog, gpu: bool) -> None:
