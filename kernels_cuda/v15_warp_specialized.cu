@@ -24,12 +24,12 @@
 //     (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2.
-//   - Epilogue. Each consumer warpgroup writes its 64×256 block of C, rounded, into a swizzled 16 KB
-//     staging buffer half by half (stmatrix: 16 bytes per lane per instruction), and one thread hands
-//     each half to TMA (a bulk tensor store that clips at the matrix edges); the warpgroup goes on to
-//     its next tile while the copy engine writes.
-//     When C's rows are not 16-byte aligned (N % 8 != 0) TMA cannot write C, and the accumulators are
-//     stored straight from registers as in v14.
+//   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
+//     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
+//     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
+//     warpgroup goes on to its next tile while the copy engine writes. When C's rows are not 16-byte
+//     aligned (N % 8 != 0) TMA cannot write C, and the accumulators are stored straight from registers
+//     as in v14.
 #include "hopper.cuh"
 
 constexpr int V15_BM = 128, V15_BK = 64;
@@ -54,7 +54,7 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned
         }
     };
     store_through_stage<BN / 128>(stage, c_map, barrier_id, fill,
-                           [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); });
+                                  [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); });
 }
 
 template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M>
