@@ -141,10 +141,15 @@ _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
 C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consumer warpgroup
 
 
+def tma_writable(c: torch.Tensor) -> bool:
+    """Whether TMA can write C: its rows must start 16-byte aligned."""
+    return (c.shape[1] * c.element_size()) % 16 == 0 and c.data_ptr() % 16 == 0
+
+
 def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
-    """(C's tensor map with this box, 1) when TMA can write C (16-byte aligned rows), else (`fallback`,
-    0): the kernel then stores from registers and never reads the map."""
-    if (c.shape[1] * c.element_size()) % 16 or c.data_ptr() % 16:
+    """(C's tensor map with this box, 1) when TMA can write C, else (`fallback`, 0): the kernel then
+    stores from registers and never reads the map."""
+    if not tma_writable(c):
         return fallback, np.int32(0)
     return tensor_map_2d(c, box), np.int32(1)
 
@@ -276,9 +281,8 @@ tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"]
 
 
 def c_descriptor(c: torch.Tensor, block: list[int]) -> dict:
-    """The C arguments of v14's kernel: a TMA descriptor when C's rows are 16-byte aligned, else none
-    (masked stores)."""
-    if (c.shape[1] * c.element_size()) % 16 or c.data_ptr() % 16:
+    """The C arguments of v14's kernel: a TMA descriptor when TMA can write C, else none (masked stores)."""
+    if not tma_writable(c):
         return {"c_desc": None, "C_BY_TMA": False}
     return {"c_desc": TensorDescriptor.from_tensor(c, block), "C_BY_TMA": True}
 
