@@ -43,8 +43,12 @@ dispatcher; in an FFMA loop like this the usual cause is register-bank conflicts
 and to fixed-latency waits (0.11 against 0.01). Both depend on ptxas's register allocation and
 instruction scheduling, which cuBLAS's kernel controls at the SASS level and CUDA C does not. v10's
 two source-level changes (copy addresses computed once, fragments double-buffered) took issue from
-73% to 84%; a fourth pipeline stage did not help (v10's docstring); the next candidates are a wider
-search over lane layouts and tile shapes, and SASS-level work on register allocation. The Triton
+73% to 84%; a fourth pipeline stage did not help (v10's docstring). Three more were tried and
+dropped (docs/results/h100_v11_copy_schedule_probe.txt, interleaved rounds at 4096³, same kernel
+otherwise): issuing the next tile's copies a pass per k-step so their address arithmetic interleaves
+with the FFMAs, 77.6% against 91.3% (ptxas then keeps 255 registers live instead of 228); BK = 16 in
+dynamic shared memory, 86.8-87.4%; four or five stages, 90.9%. The next candidates are a wider search
+over lane layouts and tile shapes, and SASS-level work on register allocation. The Triton
 side is held back the same way, more so (issue 78%, dispatch 0.60 per instruction). Its search space
 is not the limit: 252 configs timed at 4096³ (`scripts/triton_config_sweep.py`,
 docs/results/h100_triton_config_sweep.txt) top out at 85.9%.
