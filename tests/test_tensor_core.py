@@ -57,3 +57,33 @@ def test_hopper_rungs_are_skipped_with_the_reason_on_other_gpus(capability, cuda
     assert triton == ("" if capability >= (9, 0) else cuda)
     with mock.patch("torch.cuda.get_device_capability", return_value=(9, 0)):
         assert "supports fp16, bf16 only" in skip_reason(Task(v14, {}, "cuda", (64, 64, 64)), "fp32", device)
+
+
+def test_a_searched_triton_run_launches_its_choice_directly_after_the_search():
+    """The autotuner searches at the first call; later calls bypass its per-call dispatch."""
+    from implementations import v15_warp_specialized as v15
+
+    calls = []
+    best = v15.TRITON_CONFIGS[1]
+
+    class FakeAutotuner:
+        best_config = None
+
+        def __getitem__(self, grid):
+            def launch(*args, **kwargs):
+                calls.append("autotuned")
+                FakeAutotuner.best_config = best
+            return launch
+
+    def launch_one(a, b, c, config):
+        assert config is best
+        return lambda: calls.append("direct")
+
+    a, b = torch.randn(64, 64).half(), torch.randn(64, 64).half()
+    run = v15.searched_triton(a, b, torch.empty(64, 64).half(), object(), FakeAutotuner(), v15.TRITON_CONFIGS,
+                              launch_one)
+    for _ in range(3):
+        run()
+    assert calls == ["autotuned", "direct", "direct"]
+    assert run.chosen().startswith(v15.describe(best))
+    assert run.tile() == (best.kwargs["BLOCK_M"], best.kwargs["BLOCK_N"])
