@@ -11,9 +11,9 @@ do_bench event ms, do_bench_cudagraph ms.
 """
 
 import argparse
-import time
 
 import torch
+from launch_overhead import host_us
 from tabulate import tabulate
 from triton.testing import do_bench, do_bench_cudagraph
 
@@ -21,16 +21,6 @@ from implementations import _bench
 from implementations import v14_wgmma_tma as v14
 from implementations import v15_warp_specialized as v15
 from implementations._check import PRECISIONS, make_inputs
-
-
-def host_us(run, calls=200) -> float:
-    run()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        run()
-    torch.cuda.synchronize()
-    return (time.perf_counter() - start) / calls * 1e6
 
 
 def launches(a, b, c):
