@@ -17,8 +17,9 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   the copy engine writes. When C's rows are not 16-byte aligned (N % 8 != 0) TMA cannot write C, and
   the accumulators go straight from registers to memory as in v14.
 The CUDA side searches a few template instantiations (tile width, stages, cluster size, group size) at
-the first call per device and shape, as v11 does, and reports its choice. The 128×128 candidate is for
-products too small for 128×256 tiles to reach every SM (1024³ makes 32 of them on 132 SMs).
+the first call per device and shape, as v11 does, and reports its choice. The 128×128 and 128×64
+candidates are for products too small for 128×256 tiles to reach every SM (1024³ makes 32 of them on
+132 SMs).
 
 CUDA C and Triton side by side:
 
@@ -78,9 +79,10 @@ Findings on the way there:
   warpgroups release a slot together, so the lag takes stages out of the ring.
 - Flattening the Triton loop: 97.4% against 94.6% at 8192³, no difference at 4096³
   (docs/results/h100_hopper_probe_flat.txt).
-- 128×128 tiles (BN = 128, six stages): 68.6% of cuBLAS at 1024³ against 51.8-55.8% for the 128×256
-  candidates, 84.6% against 93.6-95.4% at 2048³ (docs/results/h100_hopper_probe_bn128.txt); the search
-  picks them up to 1024³. cuBLAS is faster still there (128×64 tiles).
+- Narrower tiles for small products: 128×128 (BN = 128, six stages) and 128×64 (BN = 64, eight
+  stages, no cluster). At 512³: 81.2% and 101.4% of cuBLAS against 59.9-70.7% for the 128×256
+  candidates; at 1024³: 65.6% and 72.5% against 49.1-53.8%; at 2048³ the 128×256 tiles win (92.7-97.8%
+  against 84.9% and 59.3%) (docs/results/h100_hopper_probe_bn64.txt, h100_hopper_probe_bn128.txt).
 What limits it. Under Nsight Compute at 4096³ bf16 (docs/results/h100_ncu_v15_stalls.md, one launch,
 clocks not locked) the kernel takes 287.0 K cycles against cuBLAS's 285.2 K (99.4%), with the tensor
 pipe busy 89.3% of the time against 90.0%. SMs are idle 5.6% of the time: the fourth and last wave of
@@ -130,6 +132,7 @@ CUDA_CANDIDATES = (
     Tile(256, 3, 2, 8),
     Tile(256, 4, 2, 16),
     Tile(128, 6, 2, 8),  # twice the tiles, for products whose 128×256 tiles would leave SMs idle
+    Tile(64, 8, 1, 8),  # four times the tiles, for smaller products still
 )
 KERNELS = CudaSource(__name__, [t.kernel(d) for d in IS_BF16 for t in CUDA_CANDIDATES], arch="sm_90a")
 _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}

@@ -124,11 +124,12 @@ __device__ __forceinline__ int stage_offset(int row, int byte) {
     return (byte / 128) * STAGE_BOX_BYTES + row * 128 + ((((byte % 128) / 16) ^ (row % 8)) * 16) + byte % 16;
 }
 
-// ROUNDS times: fill(round) writes the buffer, then one thread stores box b at origin(round, b) (an int2:
-// column, row of C), clipped at the matrix edges. Before a round writes the buffer, the previous store
-// must have read it; after the last round's stores are issued the warpgroup goes on while TMA writes.
-// barrier_id: a named barrier used by this warpgroup's 128 threads only.
-template <int ROUNDS, typename Fill, typename Origin>
+// ROUNDS times: fill(round) writes the buffer, then one thread stores boxes b < BOXES (one or both
+// halves of the buffer) at origin(round, b) (an int2: column, row of C), clipped at the matrix edges.
+// Before a round writes the buffer, the previous store must have read it; after the last round's
+// stores are issued the warpgroup goes on while TMA writes. barrier_id: a named barrier used by this
+// warpgroup's 128 threads only.
+template <int ROUNDS, int BOXES = 2, typename Fill, typename Origin>
 __device__ __forceinline__ void store_through_stage(unsigned char* stage, const TmaDescriptor* c_map,
                                                     unsigned barrier_id, Fill fill, Origin origin) {
     const bool issuer = threadIdx.x % 128 == 0;
@@ -141,7 +142,7 @@ __device__ __forceinline__ void store_through_stage(unsigned char* stage, const 
         named_barrier(barrier_id, 128);
         if (issuer) {
 #pragma unroll
-            for (int box = 0; box < 2; ++box) {
+            for (int box = 0; box < BOXES; ++box) {
                 const int2 at = origin(round, box);
                 tma_store_2d(c_map, stage + box * STAGE_BOX_BYTES, at.x, at.y);
             }
@@ -200,10 +201,14 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
 
 #define TVC_ACC8(i) \
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
-#define TVC_ACC64 TVC_ACC8(0), TVC_ACC8(8), TVC_ACC8(16), TVC_ACC8(24), TVC_ACC8(32), TVC_ACC8(40), TVC_ACC8(48), TVC_ACC8(56)
+#define TVC_ACC32 TVC_ACC8(0), TVC_ACC8(8), TVC_ACC8(16), TVC_ACC8(24)
+#define TVC_ACC64 TVC_ACC32, TVC_ACC8(32), TVC_ACC8(40), TVC_ACC8(48), TVC_ACC8(56)
 #define TVC_ACC128                                                                                               \
     TVC_ACC64, TVC_ACC8(64), TVC_ACC8(72), TVC_ACC8(80), TVC_ACC8(88), TVC_ACC8(96), TVC_ACC8(104), TVC_ACC8(112), \
         TVC_ACC8(120)
+#define TVC_REGS32                                                                          \
+    "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "               \
+    "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
 #define TVC_REGS64                                                                          \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "               \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "      \
@@ -223,6 +228,17 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
 #define TVC_WGMMA(SHAPE, TYPE, REGS, A, B, ACC)                                                            \
     "{\n.reg .pred acc;\nsetp.ne.b32 acc, " ACC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE \
     " " REGS ", " A ", " B ", acc, 1, 1, 0, 1;\n}\n"
+
+template <int IS_BF16>
+__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 a, u64 b, int accumulate) {
+    if constexpr (IS_BF16) {
+        asm volatile(TVC_WGMMA("m64n64k16", "bf16", TVC_REGS32, "%32", "%33", "%34")
+                     : TVC_ACC32 : "l"(a), "l"(b), "r"(accumulate));
+    } else {
+        asm volatile(TVC_WGMMA("m64n64k16", "f16", TVC_REGS32, "%32", "%33", "%34")
+                     : TVC_ACC32 : "l"(a), "l"(b), "r"(accumulate));
+    }
+}
 
 template <int IS_BF16>
 __device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 a, u64 b, int accumulate) {
@@ -246,14 +262,17 @@ __device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 a, u64 b, 
     }
 }
 
-// Either shape, by the accumulator count: 128 registers are m64n256k16, 64 are m64n128k16.
+// Any of the three shapes, by the accumulator count: 128 registers are m64n256k16, 64 m64n128k16, 32
+// m64n64k16.
 template <int IS_BF16, int R>
 __device__ __forceinline__ void wgmma_m64nk16(float (&d)[R], u64 a, u64 b, int accumulate) {
+    static_assert(R == 128 || R == 64 || R == 32, "m64n256k16, m64n128k16 or m64n64k16");
     if constexpr (R == 128) {
         wgmma_m64n256k16<IS_BF16>(d, a, b, accumulate);
-    } else {
-        static_assert(R == 64, "m64n256k16 or m64n128k16");
+    } else if constexpr (R == 64) {
         wgmma_m64n128k16<IS_BF16>(d, a, b, accumulate);
+    } else {
+        wgmma_m64n64k16<IS_BF16>(d, a, b, accumulate);
     }
 }
 

@@ -3,8 +3,8 @@
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
 // C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C in the input type; all row-major.
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×BN×64, BN = 256, or 128 for
-// products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups), grid =
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×BN×64, BN = 256, or 128 or 64
+// for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups), grid =
 // CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic shared
 // memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. Needs sm_90a.
 //
@@ -16,7 +16,7 @@
 //   - Registers. A thread's register budget is fixed per kernel; setmaxnreg lets the producer give its
 //     share back (down to 40) and the consumers take it (up to 232): enough for 128 accumulators per
 //     thread, so each consumer warpgroup owns a 64×256 block (m64n256k16: B read once per 64 rows of A
-//     instead of per 64×128, half v14's shared-memory traffic per flop). BN = 128 halves the block.
+//     instead of per 64×128, half v14's shared-memory traffic per flop). BN = 128 or 64 narrows it.
 //   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
 //     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
 //     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
@@ -38,23 +38,25 @@ constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;     // one 64-column box of B: 
 constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
 // A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0) through
-// its staging buffer and TMA, 128 columns at a time. stmatrix writes two 8-column blocks of a warp's 16
-// rows per instruction: lane l addresses row 8·((l / 8) % 2) + l % 8 of column block l / 16.
+// its staging buffer and TMA, 128 columns (two 64-column boxes) at a time, or BN = 64 in one box.
+// stmatrix writes two 8-column blocks of a warp's 16 rows per instruction: lane l addresses row
+// 8·((l / 8) % 2) + l % 8 of column block l / 16.
 template <int IS_BF16, int BN>
 __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned char* stage, const TmaDescriptor* c_map,
                                               int row0, int col0, unsigned barrier_id) {
+    constexpr int COLS = BN < 128 ? BN : 128;  // per round
     const int lane = threadIdx.x % 32, row = 16 * (threadIdx.x % 128 / 32) + 8 * (lane / 8 % 2) + lane % 8;
     auto fill = [&](int half) {
 #pragma unroll
-        for (int j = 16 * half; j < 16 * half + 16; j += 2) {
+        for (int j = 16 * half; j < 16 * half + COLS / 8; j += 2) {
             const int byte = 16 * (j + lane / 16) - 256 * half;
             stmatrix_x4(stage + stage_offset(row, byte), pack2<IS_BF16>(d[4 * j], d[4 * j + 1]),
                         pack2<IS_BF16>(d[4 * j + 2], d[4 * j + 3]), pack2<IS_BF16>(d[4 * j + 4], d[4 * j + 5]),
                         pack2<IS_BF16>(d[4 * j + 6], d[4 * j + 7]));
         }
     };
-    store_through_stage<BN / 128>(stage, c_map, barrier_id, fill,
-                                  [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); });
+    auto origin = [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); };
+    store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
 }
 
 template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M>
@@ -62,7 +64,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int c_by_tma) {
-    static_assert(BN == 256 || BN == 128, "a consumer warpgroup's block is m64n256 or m64n128");
+    static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
     //         for the swizzle), barriers ----
