@@ -229,38 +229,22 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
     "{\n.reg .pred acc;\nsetp.ne.b32 acc, " ACC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE \
     " " REGS ", " A ", " B ", acc, 1, 1, 0, 1;\n}\n"
 
-template <int IS_BF16>
-__device__ __forceinline__ void wgmma_m64n64k16(float (&d)[32], u64 a, u64 b, int accumulate) {
-    if constexpr (IS_BF16) {
-        asm volatile(TVC_WGMMA("m64n64k16", "bf16", TVC_REGS32, "%32", "%33", "%34")
-                     : TVC_ACC32 : "l"(a), "l"(b), "r"(accumulate));
-    } else {
-        asm volatile(TVC_WGMMA("m64n64k16", "f16", TVC_REGS32, "%32", "%33", "%34")
-                     : TVC_ACC32 : "l"(a), "l"(b), "r"(accumulate));
+// wgmma_m64n{64,128,256}k16<IS_BF16>(d, a, b, accumulate): R accumulators per thread (REGS and ACC
+// list them as asm operands), and A, B, ACCUMULATE the operand numbers that follow them.
+#define TVC_WGMMA_SHAPE(N, R, REGS, ACC, A, B, ACCUMULATE)                                                     \
+    template <int IS_BF16>                                                                                     \
+    __device__ __forceinline__ void wgmma_m64n##N##k16(float (&d)[R], u64 a, u64 b, int accumulate) {          \
+        if constexpr (IS_BF16) {                                                                               \
+            asm volatile(TVC_WGMMA("m64n" #N "k16", "bf16", REGS, A, B, ACCUMULATE)                            \
+                         : ACC : "l"(a), "l"(b), "r"(accumulate));                                             \
+        } else {                                                                                               \
+            asm volatile(TVC_WGMMA("m64n" #N "k16", "f16", REGS, A, B, ACCUMULATE)                             \
+                         : ACC : "l"(a), "l"(b), "r"(accumulate));                                             \
+        }                                                                                                      \
     }
-}
-
-template <int IS_BF16>
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], u64 a, u64 b, int accumulate) {
-    if constexpr (IS_BF16) {
-        asm volatile(TVC_WGMMA("m64n128k16", "bf16", TVC_REGS64, "%64", "%65", "%66")
-                     : TVC_ACC64 : "l"(a), "l"(b), "r"(accumulate));
-    } else {
-        asm volatile(TVC_WGMMA("m64n128k16", "f16", TVC_REGS64, "%64", "%65", "%66")
-                     : TVC_ACC64 : "l"(a), "l"(b), "r"(accumulate));
-    }
-}
-
-template <int IS_BF16>
-__device__ __forceinline__ void wgmma_m64n256k16(float (&d)[128], u64 a, u64 b, int accumulate) {
-    if constexpr (IS_BF16) {
-        asm volatile(TVC_WGMMA("m64n256k16", "bf16", TVC_REGS128, "%128", "%129", "%130")
-                     : TVC_ACC128 : "l"(a), "l"(b), "r"(accumulate));
-    } else {
-        asm volatile(TVC_WGMMA("m64n256k16", "f16", TVC_REGS128, "%128", "%129", "%130")
-                     : TVC_ACC128 : "l"(a), "l"(b), "r"(accumulate));
-    }
-}
+TVC_WGMMA_SHAPE(64, 32, TVC_REGS32, TVC_ACC32, "%32", "%33", "%34")
+TVC_WGMMA_SHAPE(128, 64, TVC_REGS64, TVC_ACC64, "%64", "%65", "%66")
+TVC_WGMMA_SHAPE(256, 128, TVC_REGS128, TVC_ACC128, "%128", "%129", "%130")
 
 // Any of the three shapes, by the accumulator count: 128 registers are m64n256k16, 64 m64n128k16, 32
 // m64n64k16.
