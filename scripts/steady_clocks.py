@@ -7,7 +7,8 @@ more energy per multiply (more cache traffic, say) runs its cycles at a lower cl
 rung's CUDA C and Triton launch, called back to back for --seconds (no L2 flush), nvidia-smi samples the
 SM clock and the board power every 100 ms (the first half second of each window is left out). Printed
 per launch: ms per call, TFLOP/s, mean SM clock, mean power, GFLOP per joule, and megacycles per call
-(ms × clock, the clock-free figure, as Nsight Compute's elapsed cycles are), each also as % of cuBLAS.
+(ms × clock, the clock-free figure, as Nsight Compute's elapsed cycles are); the time and the cycles
+also as % of cuBLAS's.
 Two passes, the second in reverse order, averaged.
 """
 
