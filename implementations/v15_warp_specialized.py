@@ -3,9 +3,10 @@
 The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
 - Roles: warpgroup 0 only issues TMA copies (one thread), warpgroups 1 and 2 only multiply. The
   producer runs ahead across tile boundaries, so the consumers' epilogue overlaps the next copies.
-- Registers: `setmaxnreg` moves them from the producer (40 per thread) to the consumers (232), which
-  then hold 128 fp32 accumulators each: a 64×256 block per warpgroup, a 128×256 tile per CTA, and B is
-  read from shared memory once per 64×256 instead of per 64×128.
+- Registers: each consumer thread holds 128 fp32 accumulators: a 64×256 block per warpgroup, a 128×256
+  tile per CTA, and B is read from shared memory once per 64×256 instead of per 64×128. `setmaxnreg`
+  moves registers from the producer (40 per thread) to the consumers (232), as CUTLASS's kernels do;
+  this kernel's consumers fit in the 168 a thread has at launch anyway (see below).
 - Clusters: CLUSTER_M = 2 CTAs computing vertically adjacent tiles share one B tile; each loads half
   and TMA *multicasts* it into both CTAs' shared memory. Slots are released to both producers, so
   every consumer warpgroup arrives on the `empty` barrier of each CTA in the cluster (remote mbarrier
@@ -50,10 +51,11 @@ tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100 worklogs
 with these techniques report 101-107%. Measured on an H100 80GB HBM3, in the same run as cuBLAS,
 `compare.py --rounds 3` (per-call event timing with an L2 flush, three rounds in alternating order,
-samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 97.3% (bf16) and 97.9% (fp16) at
-4096³, 100.7% and 95.9% at 8192³; Triton 96.4% and 99.4% at 4096³, 101.0% and 95.1% at 8192³. At 8192³
-the board's power limit spreads every kernel's calls, cuBLAS's by ±3% (20th to 80th percentile); an
-earlier run of the same kernels gave CUDA C 97.8% and 96.2% at 4096³ and 8192³ bf16. Nsight Compute, one
+samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 99.8% (bf16) and 98.8% (fp16) at
+4096³, 102.3% and 102.2% at 8192³; Triton 98.9% and 99.5% at 4096³, 98.9% and 101.7% at 8192³. At 8192³
+the board's power limit spreads every kernel's calls, cuBLAS's by ±4-6% (20th to 80th percentile); the
+run before the descriptor change gave CUDA C 97.3% and 97.9% at 4096³, 100.7% and 95.9% at 8192³, and
+an fp16 run of this kernel just before the saved one 99.4% and 97.7%. Nsight Compute, one
 launch at 4096³ bf16 (docs/results/h100_ncu_tc.md): 178.1 µs for the CUDA C kernel and 178.2 µs for
 Triton's, against cuBLAS's 177.4 µs. Back to back at the power limit (scripts/steady_clocks.py,
 docs/results/h100_steady_clocks_bf16.txt), where the SM clock settles at 1.34-1.40 GHz for every kernel:
@@ -77,6 +79,23 @@ Findings on the way there:
   one's epilogue would overlap the other's multiplies) was slower too: 93.7% and 93.0% against 94.3%
   at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt): both
   warpgroups release a slot together, so the lag takes stages out of the ring.
+- Descriptor arithmetic. Rebuilding both wgmma descriptors from addresses for every k-step cost the
+  k-loop 92 SASS instructions per k-block and warp: the warpgroup index (threadIdx.x / 128) was not
+  known to be warp-uniform, so the A descriptor went through vector registers and back. Computing them
+  once and adding to the address field, with the index through __shfl_sync, leaves 56, mostly on the
+  uniform datapath. Against the old kernel in 6 interleaved rounds at 4096³ and 8192³, bf16 and fp16
+  (docs/results/h100_v15_variants_probe.txt): +0.5 points of cuBLAS in every per-call median and
+  +0.2-0.5 back to back: small, the same sign in all eight.
+- setmaxnreg. Without the pair ptxas compiles the same kernel in 166 registers (the SASS differs only
+  in register numbers), so the consumers never needed the 232. Where a variant did need more (the last
+  k-block split in two m64n128k16 halves, so that the first half's store could overlap the second
+  half's multiplies) ptxas serialised every wgmma (warning C7511, "insufficient register resources for
+  the wgmma pipeline") with the pair in place, and did not with a 256-thread launch bound: it let wgmma
+  have only what a thread has at launch. A producer of one warp instead of a warpgroup (288 threads)
+  does not help: nine warps put three on one scheduler, which again leaves 168.
+- Waiting with a suspend-time hint (`mbarrier.try_wait` with 10 ms, or 1 µs, which ptxas turns into
+  NANOSLEEP.SYNCS instead of a polling loop) and prefetching the tensor maps (`prefetch.tensormap`)
+  changed neither the time nor the clock or power back to back (docs/results/h100_v15_variants_probe.txt).
 - Flattening the Triton loop: 97.4% against 94.6% at 8192³, no difference at 4096³
   (docs/results/h100_hopper_probe_flat.txt).
 - Narrower tiles for small products: 128×128 (BN = 128, six stages) and 128×64 (BN = 64, eight
@@ -90,7 +109,11 @@ clusters is 58 of 66 (512 tiles of 128×256 on 132 SMs) and the ring fills from 
 warp-stall samples, 30% are consumers waiting for their own wgmmas (the tensor pipe busy), 26% the idle
 producer warps at the final cluster barrier, and 3.4% consumers waiting for a slot to fill. cuBLAS
 (nvjet 256×128, BK 64, 4 stages, cluster 1×2) has the same wave count. Both kernels run into the board's
-700 W limit, so what separates them in time is energy per tile as much as cycles.
+700 W limit, so what separates them in time is energy per tile as much as cycles, and cuBLAS spends
+less on the way (docs/results/h100_ncu_v15_l2.md): it reads 27.4 M sectors from L2 into the SMs against
+v15's 32.0-32.3 M (close to what v15's tiles imply: 512 tiles × 64 k-blocks × (16 KB of A + half of B's
+32 KB) = 33.5 M), with the same DRAM bytes, and issued 16.9 M warp instructions against 25.5 M before the
+descriptor change and 16.7 M after it.
 """
 
 import functools

@@ -13,15 +13,22 @@
 //     empty, its warpgroup cannot multiply. Here warpgroup 0 only produces (one thread issues, the rest
 //     idle) and keeps the ring full across tile boundaries, so the consumers' epilogue (rounding and
 //     storing C) overlaps the next tile's copies.
-//   - Registers. A thread's register budget is fixed per kernel; setmaxnreg lets the producer give its
-//     share back (down to 40) and the consumers take it (up to 232): enough for 128 accumulators per
-//     thread, so each consumer warpgroup owns a 64×256 block (m64n256k16: B read once per 64 rows of A
-//     instead of per 64×128, half v14's shared-memory traffic per flop). BN = 128 or 64 narrows it.
+//   - Registers. Each consumer thread holds 128 accumulators, so each consumer warpgroup owns a 64×256
+//     block (m64n256k16: B read once per 64 rows of A instead of per 64×128, half v14's shared-memory
+//     traffic per flop). BN = 128 or 64 narrows it. setmaxnreg lets the producer give registers back
+//     (down to 40) and the consumers take them (up to 232), the pattern of CUTLASS's kernels; this
+//     kernel's consumers happen to fit in the 168 a thread gets at launch (without the pair ptxas
+//     compiles the same code in 166), and where they would not, ptxas did not let wgmma use the extra
+//     registers (see the Python docstring).
 //   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
 //     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
 //     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
 //     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster
 //     (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
+//   - Descriptors. Each wgmma takes two 64-bit shared-memory descriptors. They are computed once, for
+//     slot 0, and per slot and k-step only the address field (bits 0-13, address / 16) is added to; with
+//     the warpgroup index made warp-uniform (__shfl_sync) that is a few adds on the uniform datapath:
+//     the SASS of the k-loop went from 92 to 56 instructions per k-block and warp.
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2.
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
@@ -96,7 +103,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     // The peer's barriers must be initialised before anyone multicasts into it or arrives on them.
     if constexpr (CLUSTER_M > 1) cluster_sync(); else __syncthreads();
 
-    const int warpgroup = threadIdx.x / 128;
+    const int warpgroup = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);  // uniform, and the compiler knows it
     if (warpgroup == 0) {
         // ---- 2. the producer warpgroup: give registers back; one thread keeps the ring full ----
         setmaxnreg_dec<40>();
@@ -126,6 +133,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
         setmaxnreg_inc<232>();
         float d[BN / 2] = {};
+        // Slot 0's descriptors; slot s and k-step kk only move the start address (shared memory < 256 KB:
+        // the 14-bit address field cannot carry into the next).
+        const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * 64 * 128, 16, 1024);
+        const u64 b_desc0 = smem_desc(b_tiles, V15_B_BOX_BYTES, 1024);
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
         auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
             const unsigned lane = threadIdx.x % 128;
@@ -142,13 +153,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
                 // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart) ----
-                const unsigned char* a_tile = a_tiles + s * V15_A_BYTES + (warpgroup - 1) * 64 * 128;
-                const unsigned char* b_tile = b_tiles + s * B_BYTES;
+                const u64 a_desc = a_desc0 + s * (V15_A_BYTES / 16), b_desc = b_desc0 + s * (B_BYTES / 16);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {
-                    wgmma_m64nk16<IS_BF16>(d, smem_desc(a_tile + kk * 32, 16, 1024),
-                                           smem_desc(b_tile + kk * 16 * 128, V15_B_BOX_BYTES, 1024), kb > 0 || kk > 0);
+                for (int kk = 0; kk < BK / 16; ++kk) {  // k-step kk: 16 k = 32 bytes of A's rows, 16 rows of B
+                    wgmma_m64nk16<IS_BF16>(d, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > 0 || kk > 0);
                 }
                 wgmma_commit();
                 // Release the previous k-block's slot, in every CTA of the cluster.
