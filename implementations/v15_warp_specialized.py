@@ -92,7 +92,8 @@ Findings on the way there:
   half's multiplies) ptxas serialised every wgmma (warning C7511, "insufficient register resources for
   the wgmma pipeline") with the pair in place, and did not with a 256-thread launch bound: it let wgmma
   have only what a thread has at launch. A producer of one warp instead of a warpgroup (288 threads)
-  does not help: nine warps put three on one scheduler, which again leaves 168.
+  did not help: ptxas again compiled it in 168 registers, with the same warning (nine warps put three
+  on one of the four schedulers, whose register file then gives each 168, a likely reason).
 - Waiting with a suspend-time hint (`mbarrier.try_wait` with 10 ms, or 1 µs, which ptxas turns into
   NANOSLEEP.SYNCS instead of a polling loop) and prefetching the tensor maps (`prefetch.tensormap`)
   changed neither the time nor the clock or power back to back (docs/results/h100_v15_variants_probe.txt).
@@ -110,8 +111,8 @@ warp-stall samples, 30% are consumers waiting for their own wgmmas (the tensor p
 producer warps at the final cluster barrier, and 3.4% consumers waiting for a slot to fill. cuBLAS
 (nvjet 256×128, BK 64, 4 stages, cluster 1×2) has the same wave count. Both kernels run into the board's
 700 W limit, so what separates them in time is energy per tile as much as cycles, and cuBLAS spends
-less on the way (docs/results/h100_ncu_v15_l2.md): it reads 27.4 M sectors from L2 into the SMs against
-v15's 32.0-32.3 M (close to what v15's tiles imply: 512 tiles × 64 k-blocks × (16 KB of A + half of B's
+less on the way (docs/results/h100_ncu_v15_l2.md): it reads 26.1-27.5 M sectors from L2 into the SMs against
+v15's 31.7-32.6 M (close to what v15's tiles imply: 512 tiles × 64 k-blocks × (16 KB of A + half of B's
 32 KB) = 33.5 M), with the same DRAM bytes, and issued 16.9 M warp instructions against 25.5 M before the
 descriptor change and 16.7 M after it.
 """
