@@ -142,6 +142,7 @@ class Tile(NamedTuple):
     STAGES: int
     CLUSTER_M: int
     GROUP_M: int
+    STREAM_K: int = 0
 
     def kernel(self, dtype: torch.dtype) -> str:
         return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))}>"
@@ -152,6 +153,7 @@ class Tile(NamedTuple):
 
 CUDA_CANDIDATES = (
     Tile(256, 4, 2, 8),
+    Tile(256, 4, 2, 8, 1),  # the last T % G + G cluster tiles dealt out by k-blocks (stream-K)
     Tile(256, 4, 1, 8),  # no cluster: what multicast is worth
     Tile(256, 3, 2, 8),
     Tile(256, 4, 2, 16),
@@ -181,17 +183,26 @@ def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
     return tensor_map_2d(c, box), np.int32(1)
 
 
-def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile):
+def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None):
     """One CUDA candidate on prepared tensor maps (the search times these; the tests check each).
 
-    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile).
+    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
+    or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
     """
     cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
     smem = tile.STAGES * (BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
-    clusters = min(resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem), cluster_tiles)
+    if clusters is None:
+        clusters = resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem)
+    clusters = min(clusters, cluster_tiles)
     c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
+    # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
+    # the kernel leaves them zeroed); one float and two ints when unused.
+    ctas = clusters * tile.CLUSTER_M if tile.STREAM_K else 1
+    partials = torch.empty(ctas * (BM * tile.BN if tile.STREAM_K else 4), device=c.device, dtype=torch.float32)
+    flags = torch.zeros(2 * ctas, device=c.device, dtype=torch.int32)
     return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
-                (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma), shared_mem=smem)
+                (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma, partials, flags),
+                shared_mem=smem)
 
 
 @functools.cache
@@ -223,14 +234,14 @@ def resident_clusters(name: str, device: torch.device, cluster: int, smem: int) 
     return count
 
 
-def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):
+def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None):
     """(refresh, {tile: launch}) for these candidates, sharing one set of tensor maps."""
     M, K = a.shape
     N = b.shape[1]
     a_t, b_t, refresh = tma_operands(a, b)
     a_map = tensor_map_2d(a_t, (BK, BM))  # box: 64 k × 128 rows
     b_map = tensor_map_2d(b_t, (64, BK))  # box: 64 columns × 64 k; BN / 64 per stage
-    return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile) for tile in tiles}
+    return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile, clusters) for tile in tiles}
 
 
 def one_candidate(prepare, a, b, c, tile):
@@ -244,8 +255,8 @@ def one_candidate(prepare, a, b, c, tile):
     return run
 
 
-def launch_tile(a, b, c, tile: Tile):
-    return one_candidate(prepare_cuda, a, b, c, tile)
+def launch_tile(a, b, c, tile: Tile, clusters: int | None = None):
+    return one_candidate(functools.partial(prepare_cuda, clusters=clusters), a, b, c, tile)
 
 
 def searched_cuda(a, b, c, prepare, tile_of) -> TunedRun:

@@ -3,10 +3,11 @@
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
 // C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C in the input type; all row-major.
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M>; tile BM×BN×BK = 128×BN×64, BN = 256, or 128 or 64
-// for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups), grid =
-// CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic shared
-// memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. Needs sm_90a.
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K>; tile BM×BN×BK = 128×BN×64, BN = 256, or 128
+// or 64 for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups),
+// grid = CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic
+// shared memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. With STREAM_K, `partials`
+// holds BM × BN floats per CTA of the grid and `flags` two zeroed ints per CTA (left zeroed). Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -31,6 +32,14 @@
 //     the SASS of the k-loop went from 92 to 56 instructions per k-block and warp.
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2.
+//   - Stream-K tail (STREAM_K = 1). A persistent grid of G clusters takes the tiles G at a time, and when
+//     their number T is not a multiple of G the last round leaves clusters idle: 4096³ in 128×256 tiles
+//     is 256 cluster tiles, 3.88 rounds of 66, so every cluster pays for 4. Here the last T % G + G
+//     tiles are not dealt out whole: their k-blocks are, each cluster taking an equal contiguous run
+//     (at least one tile's worth, so a tile is cut at most once). A run that starts inside a tile (the
+//     tile's tail) writes its fp32 partial sums to `partials` and raises a flag; the run that holds the
+//     tile's head, the last thing its cluster does, waits for the flags, adds the partials and stores
+//     C. A cluster starts at most one tile inside it, so one partial slot per CTA suffices.
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
@@ -66,11 +75,81 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned
     store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
 }
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M>
+// A flag in global memory between CTAs: the release orders the warpgroup's earlier writes (through the
+// named barrier before it) before the flag; the acquire orders the flag before the reads after it.
+__device__ __forceinline__ void flag_release(int* flag) {
+    asm volatile("st.release.gpu.global.s32 [%0], 1;\n" ::"l"(flag) : "memory");
+}
+
+__device__ __forceinline__ int flag_acquire(const int* flag) {
+    int value;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(value) : "l"(flag) : "memory");
+    return value;
+}
+
+// A consumer warpgroup's partial sums in its slot, thread t's float4 j at j·128 + t (coalesced, in the
+// accumulators' own order: the adding warpgroup holds the same fragment), then its flag raised.
+template <int R>
+__device__ __forceinline__ void save_partial(const float (&d)[R], float4* slot, int* flag, unsigned barrier_id) {
+    const int t = threadIdx.x % 128;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) __stcg(slot + j * 128 + t, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    named_barrier(barrier_id, 128);
+    if (t == 0) flag_release(flag);
+}
+
+// Wait for a slot's flag, add its partial sums (read from L2: another SM wrote them), and lower the
+// flag for the next launch (each slot is written and read once per launch).
+template <int R>
+__device__ __forceinline__ void add_partial(float (&d)[R], const float4* slot, int* flag, unsigned barrier_id) {
+    const int t = threadIdx.x % 128;
+    if (t == 0) {
+        while (flag_acquire(flag) == 0) {
+        }
+        *flag = 0;
+    }
+    named_barrier(barrier_id, 128);
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+        const float4 p = __ldcg(slot + j * 128 + t);
+        d[4 * j] += p.x, d[4 * j + 1] += p.y, d[4 * j + 2] += p.z, d[4 * j + 3] += p.w;
+    }
+}
+
+// A cluster's work, in order: whole tiles t = cluster, cluster + G, ... below dp_tiles (G = clusters),
+// then its run [start(cluster), start(cluster + 1)) of the k-blocks ("units") of the last tiles.
+struct Schedule {
+    int cluster, clusters, k_tiles, dp_tiles;
+    long long sk_units;
+
+    __device__ Schedule(int cluster_, int clusters_, int cluster_tiles, int k_tiles_, bool stream_k)
+        : cluster(cluster_), clusters(clusters_), k_tiles(k_tiles_) {
+        const int rest = cluster_tiles % clusters;
+        const int sk_tiles = stream_k && cluster_tiles > clusters && rest ? clusters + rest : 0;
+        dp_tiles = cluster_tiles - sk_tiles;
+        sk_units = static_cast<long long>(sk_tiles) * k_tiles;
+    }
+
+    __device__ long long start(int c) const { return sk_units * c / clusters; }
+
+    // visit(t, kb0, kb1): cluster tile t, its k-blocks [kb0, kb1).
+    template <typename Visit>
+    __device__ __forceinline__ void for_each(Visit visit) const {
+        for (int t = cluster; t < dp_tiles; t += clusters) visit(t, 0, k_tiles);
+        for (long long u = start(cluster), end = start(cluster + 1); u < end;) {
+            const int t = dp_tiles + static_cast<int>(u / k_tiles), kb0 = static_cast<int>(u % k_tiles);
+            const int kb1 = static_cast<int>(min(static_cast<long long>(k_tiles), kb0 + (end - u)));
+            visit(t, kb0, kb1);
+            u += kb1 - kb0;
+        }
+    }
+};
+
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
-                     int c_by_tma) {
+                     int c_by_tma, float4* __restrict__ partials, int* __restrict__ flags) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
@@ -87,6 +166,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
     const int cluster_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, cluster_tiles = cluster_rows * tiles_n;
     const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
+    const Schedule schedule(cluster, clusters, cluster_tiles, k_tiles, STREAM_K);
     // Cluster tile t -> this CTA's (tile row, tile column): GROUP_M cluster rows at a time, column by column.
     auto tile_of = [&](int t, int& tile_m, int& tile_n) {
         grouped_tile(t, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
@@ -109,10 +189,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
             int loads = 0;
-            for (int t = cluster; t < cluster_tiles; t += clusters) {
+            schedule.for_each([&](int t, int kb0, int kb1) {
                 int tile_m, tile_n;
                 tile_of(t, tile_m, tile_n);
-                for (int kb = 0; kb < k_tiles; ++kb, ++loads) {
+                for (int kb = kb0; kb < kb1; ++kb, ++loads) {
                     const int s = loads % STAGES, k0 = kb * BK;
                     if (loads >= STAGES) mbar_wait(&empty[s], (loads / STAGES - 1) & 1);
                     mbar_expect_tx(&full[s], V15_A_BYTES + B_BYTES);
@@ -127,7 +207,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                             tma_load_2d(b_tile + box * V15_B_BOX_BYTES, &b_map, &full[s], tile_n * BN + box * 64, k0);
                     }
                 }
-            }
+            });
         }
     } else {
         // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
@@ -146,10 +226,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 mbar_arrive(&empty[s]);
             }
         };
-        for (int t = cluster; t < cluster_tiles; t += clusters) {
+        schedule.for_each([&](int t, int kb0, int kb1) {
             int tile_m, tile_n;
             tile_of(t, tile_m, tile_n);
-            for (int kb = 0; kb < k_tiles; ++kb, ++it) {
+            for (int kb = kb0; kb < kb1; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
                 // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart) ----
@@ -157,16 +237,27 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {  // k-step kk: 16 k = 32 bytes of A's rows, 16 rows of B
-                    wgmma_m64nk16<IS_BF16>(d, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > 0 || kk > 0);
+                    wgmma_m64nk16<IS_BF16>(d, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > kb0 || kk > 0);
                 }
                 wgmma_commit();
                 // Release the previous k-block's slot, in every CTA of the cluster.
                 wgmma_wait<1>();
-                if (kb > 0) release((it - 1) % STAGES);
+                if (kb > kb0) release((it - 1) % STAGES);
             }
             wgmma_wait<0>();
             fence_accumulators(d);
             release((it - 1) % STAGES);
+            // ---- stream-K: a tile's tail leaves its partial sums; its head adds those of the runs after it ----
+            if constexpr (STREAM_K) {
+                auto part = [&](int of_cluster) { return ((of_cluster * CLUSTER_M + rank) * 2 + warpgroup - 1); };
+                if (kb0 > 0) {
+                    save_partial(d, partials + part(cluster) * (BN / 8) * 128, flags + part(cluster), warpgroup);
+                    return;
+                }
+                const long long tile_end = static_cast<long long>(t - schedule.dp_tiles + 1) * k_tiles;
+                for (int other = cluster + 1; kb1 < k_tiles && schedule.start(other) < tile_end; ++other)
+                    add_partial(d, partials + part(other) * (BN / 8) * 128, flags + part(other), warpgroup);
+            }
             // ---- 4. write back, while the producer already fills the ring with the next tile ----
             const int row0 = tile_m * BM + (warpgroup - 1) * 64;
             if (c_by_tma) {
@@ -175,7 +266,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             } else {
                 store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
             }
-        }
+        });
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read
     }
     // No CTA may exit while its peer can still multicast into it or arrive on its barriers.

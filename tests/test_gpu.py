@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from implementations import _bench, select
-from implementations._check import PRECISIONS, make_inputs, reference
+from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
 from implementations._env import set_fp32_matmul
 
 from .helpers import candidate, checked_run, gpu_skip_reason, param_id, rung_configs
@@ -150,6 +150,34 @@ def test_every_cuda_candidate_of_the_hopper_searches_is_correct(shape, module, d
             shape=shape, device=torch.device("cuda"), seed=15,
             prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: rung.launch_tile(a, b, c, tile)))
         assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("shape", [(1100, 300, 70), (1000, 1531, 777), (2048, 2048, 2048), (3000, 2900, 1500)],
+                         ids=param_id)
+def test_v15_stream_k_tail_is_right_on_any_grid_run_after_run(shape, dtype):
+    """Stream-K cuts tiles only when there are more cluster tiles than clusters: grids of a few clusters
+    reach it with small products (the whole GPU's grid with the last shape). Each run must lower the
+    flags it raised, or the next run would add stale partial sums: three runs each, poisoned between."""
+    from implementations import v15_warp_specialized as v15
+
+    if gpu_skip_reason(v15.VARIANT, "cuda", dtype):
+        pytest.skip(gpu_skip_reason(v15.VARIANT, "cuda", dtype))
+    precision = PRECISIONS[dtype]
+    a, b = make_inputs(*shape, precision, "cuda", 21)
+    ref = reference(a, b)
+    tile = v15.Tile(256, 4, 2, 8, 1)
+    for clusters in (3, 5, 7, None):
+        c = torch.empty(shape[0], shape[1], device="cuda", dtype=a.dtype)
+        refresh, runs = v15.prepare_cuda(a, b, c, (tile,), clusters)
+        flags = runs[tile].tensors[-1]
+        for _ in range(3):
+            poison(c)
+            refresh()
+            runs[tile]()
+            outcome = compare(c, ref, precision.bound(shape[2]))
+            assert outcome.ok, (clusters, outcome)
+            assert not flags.any(), (clusters, flags)
 
 
 @pytest.mark.parametrize("module, dtype", SEARCHED)
