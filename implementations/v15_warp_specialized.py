@@ -153,7 +153,8 @@ class Tile(NamedTuple):
 
 CUDA_CANDIDATES = (
     Tile(256, 4, 2, 8),
-    Tile(256, 4, 2, 8, 1),  # the last T % G + G cluster tiles dealt out by k-blocks (stream-K)
+    Tile(256, 4, 2, 8, 1),  # the partial last round of tiles dealt out by k-blocks (stream-K)
+    Tile(256, 4, 2, 8, 2),  # that round and the one before
     Tile(256, 4, 1, 8),  # no cluster: what multicast is worth
     Tile(256, 3, 2, 8),
     Tile(256, 4, 2, 16),

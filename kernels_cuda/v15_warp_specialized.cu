@@ -122,10 +122,12 @@ struct Schedule {
     int cluster, clusters, k_tiles, dp_tiles;
     long long sk_units;
 
-    __device__ Schedule(int cluster_, int clusters_, int cluster_tiles, int k_tiles_, bool stream_k)
+    // stream_k: how many of the last rounds of G tiles are dealt out by k-blocks (0: none, 1: the partial
+    // last round, 2: it and the whole round before), when the last one is partial.
+    __device__ Schedule(int cluster_, int clusters_, int cluster_tiles, int k_tiles_, int stream_k)
         : cluster(cluster_), clusters(clusters_), k_tiles(k_tiles_) {
         const int rest = cluster_tiles % clusters;
-        const int sk_tiles = stream_k && cluster_tiles > clusters && rest ? clusters + rest : 0;
+        const int sk_tiles = stream_k && rest ? min(cluster_tiles, rest + (stream_k - 1) * clusters) : 0;
         dp_tiles = cluster_tiles - sk_tiles;
         sk_units = static_cast<long long>(sk_tiles) * k_tiles;
     }

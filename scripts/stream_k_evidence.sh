@@ -14,6 +14,15 @@ echo "pytest rc=$?" >>"$LOG/pytest.log"
 timeout 240 python scripts/stream_k_probe.py --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" \
     >"$LOG/probe.log" 2>&1
 echo "probe rc=$?" >>"$LOG/probe.log"
+# One launch of each at 4096³ bf16 under Nsight Compute: DRAM bytes and L2 hits (NCU=0 leaves it out).
+if [ "${NCU:-1}" = 1 ]; then
+    timeout 150 ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet" \
+        --launch-count 4 --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,\
+sm__cycles_elapsed.avg.per_second,sm__cycles_elapsed.max \
+        python scripts/stream_k_probe.py --sizes 4096 --dtypes bf16 --rounds 0 >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
+    echo "ncu rc=$?" >>"$LOG/ncu.err"
+fi
 if [ "${COMPARE:-1}" = 1 ]; then
     for dtype in bf16 fp16; do
         timeout 150 python compare.py --dtype $dtype --rungs 15 --sizes 4096,8192 --rounds 3 \

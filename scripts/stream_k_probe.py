@@ -3,7 +3,7 @@
     python scripts/stream_k_probe.py [--sizes 4096,8192] [--dtypes bf16,fp16] [--rounds 5]
 
 For each size and dtype, in --rounds interleaved rounds: cuBLAS, v15's 128×256 cluster candidate
-dealing out whole tiles, and the same with the last T % G + G cluster tiles dealt out by k-blocks. Each
+dealing out whole tiles, and the same with the last one or two rounds of tiles dealt out by k-blocks. Each
 time is a do_bench median (L2 flushed between calls); printed per round and as the median over rounds,
 as % of cuBLAS in the same round, with each kernel's normwise error and how the schedule splits.
 """
@@ -18,7 +18,8 @@ from triton.testing import do_bench
 from implementations import v15_warp_specialized as v15
 from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
 
-TILES = {"whole tiles": v15.Tile(256, 4, 2, 8), "stream-K tail": v15.Tile(256, 4, 2, 8, 1)}
+TILES = {"whole tiles": v15.Tile(256, 4, 2, 8), "stream-K 1 round": v15.Tile(256, 4, 2, 8, 1),
+         "stream-K 2 rounds": v15.Tile(256, 4, 2, 8, 2)}
 
 
 def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
@@ -26,7 +27,7 @@ def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
     cluster_tiles = triton.cdiv(triton.cdiv(M, v15.BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
     k_tiles = triton.cdiv(K, v15.BK)
     rest = cluster_tiles % clusters
-    sk = clusters + rest if cluster_tiles > clusters and rest else 0
+    sk = min(cluster_tiles, rest + (tile.STREAM_K - 1) * clusters) if rest else 0
     return (f"{cluster_tiles} cluster tiles on {clusters} clusters: {(cluster_tiles - sk) // clusters} whole per "
             f"cluster, then {sk} tiles × {k_tiles} k-blocks = {sk * k_tiles / clusters:.1f} k-blocks per cluster")
 
@@ -40,20 +41,22 @@ def probe(n: int, dtype: str, rounds: int) -> None:
     for label, tile in TILES.items():
         runs[label] = v15.launch_tile(a, b, c, tile)
     smem = 4 * (v15.BM * v15.BK + v15.BK * 256) * 2 + v15.C_STAGE_BYTES + v15.BARRIER_BYTES
-    clusters = v15.resident_clusters(TILES["stream-K tail"].kernel(a.dtype), a.device, 2, smem)
-    print(f"{n}³ {dtype}: {schedule(n, n, n, TILES['stream-K tail'], clusters)}", flush=True)
+    for label, tile in TILES.items():
+        if tile.STREAM_K:
+            clusters = v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, smem)
+            print(f"{n}³ {dtype}, {label}: {schedule(n, n, n, tile, clusters)}", flush=True)
     for label, run in runs.items():
         poison(c)
         run()
-        print(f"  {label:14} err {compare(c, ref, precision.bound(n)).error:.2e}", flush=True)
+        print(f"  {label:17} err {compare(c, ref, precision.bound(n)).error:.2e}", flush=True)
     ratios = {label: [] for label in runs if label != "cuBLAS"}
     for r in range(rounds):
         ms = {label: do_bench(run, warmup=25, rep=200) for label, run in runs.items()}
         for label in ratios:
             ratios[label].append(ms["cuBLAS"] / ms[label])
         print(f"  round {r}: " + ", ".join(f"{label} {t:.4f} ms" for label, t in ms.items()), flush=True)
-    for label, values in ratios.items():
-        print(f"  {label:14} {statistics.median(values):7.1%} of cuBLAS (median of {rounds}; "
+    for label, values in ratios.items() if rounds else ():
+        print(f"  {label:17} {statistics.median(values):7.1%} of cuBLAS (median of {rounds}; "
               f"{min(values):.1%}-{max(values):.1%})", flush=True)
 
 
