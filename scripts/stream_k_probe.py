@@ -3,7 +3,7 @@
     python scripts/stream_k_probe.py [--sizes 4096,8192] [--dtypes bf16,fp16] [--rounds 5]
 
 For each size and dtype, in --rounds interleaved rounds: cuBLAS, v15's 128×256 cluster candidate
-dealing out whole tiles, and the same with the last one or two rounds of tiles dealt out by k-blocks. Each
+dealing out whole tiles, and the same with its last round split by k over every cluster. Each
 time is a do_bench median (L2 flushed between calls); printed per round and as the median over rounds,
 as % of cuBLAS in the same round, with each kernel's normwise error and how the schedule splits.
 """
@@ -18,8 +18,7 @@ from triton.testing import do_bench
 from implementations import v15_warp_specialized as v15
 from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
 
-TILES = {"whole tiles": v15.Tile(256, 4, 2, 8), "stream-K 1 round": v15.Tile(256, 4, 2, 8, 1),
-         "stream-K 2 rounds": v15.Tile(256, 4, 2, 8, 2)}
+TILES = {"whole tiles": v15.Tile(256, 4, 2, 8), "split last round": v15.Tile(256, 4, 2, 8, 1)}
 
 
 def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
@@ -27,9 +26,12 @@ def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
     cluster_tiles = triton.cdiv(triton.cdiv(M, v15.BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
     k_tiles = triton.cdiv(K, v15.BK)
     rest = cluster_tiles % clusters
-    sk = min(cluster_tiles, rest + (tile.STREAM_K - 1) * clusters) if rest else 0
-    return (f"{cluster_tiles} cluster tiles on {clusters} clusters: {(cluster_tiles - sk) // clusters} whole per "
-            f"cluster, then {sk} tiles × {k_tiles} k-blocks = {sk * k_tiles / clusters:.1f} k-blocks per cluster")
+    head = max(1, (k_tiles * rest + clusters // 2) // clusters)
+    whole = f"{cluster_tiles} cluster tiles on {clusters} clusters: {cluster_tiles // clusters} whole rounds"
+    if not rest or head >= k_tiles:
+        return whole
+    return (f"{whole}, then {rest} heads of {head} k-blocks and {clusters - rest} helpers sharing "
+            f"{rest} tails of {k_tiles - head} ({rest * (k_tiles - head) / (clusters - rest):.1f} each)")
 
 
 def probe(n: int, dtype: str, rounds: int) -> None:

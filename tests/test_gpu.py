@@ -152,14 +152,14 @@ def test_every_cuda_candidate_of_the_hopper_searches_is_correct(shape, module, d
         assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
 
 
-@pytest.mark.parametrize("stream_k", [1, 2])
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("shape", [(1100, 300, 70), (1000, 1531, 777), (2048, 2048, 2048), (3000, 2900, 1500)],
                          ids=param_id)
-def test_v15_stream_k_tail_is_right_on_any_grid_run_after_run(shape, dtype, stream_k):
-    """Stream-K cuts tiles only when there are more cluster tiles than clusters: grids of a few clusters
-    reach it with small products (the whole GPU's grid with the last shape). Each run must lower the
-    flags it raised, or the next run would add stale partial sums: three runs each, poisoned between."""
+def test_v15_split_last_round_is_right_on_any_grid_run_after_run(shape, dtype):
+    """The last round is split when the cluster tiles are not a multiple of the clusters: grids of a
+    few clusters split it after whole rounds, the whole GPU's grid splits every tile of the small
+    products among all its clusters. Each run must lower the flags it raised, or the next would add
+    stale partial sums: three runs each, the output poisoned between."""
     from implementations import v15_warp_specialized as v15
 
     if gpu_skip_reason(v15.VARIANT, "cuda", dtype):
@@ -167,7 +167,7 @@ def test_v15_stream_k_tail_is_right_on_any_grid_run_after_run(shape, dtype, stre
     precision = PRECISIONS[dtype]
     a, b = make_inputs(*shape, precision, "cuda", 21)
     ref = reference(a, b)
-    tile = v15.Tile(256, 4, 2, 8, stream_k)
+    tile = v15.Tile(256, 4, 2, 8, 1)
     for clusters in (3, 5, 7, None):
         c = torch.empty(shape[0], shape[1], device="cuda", dtype=a.dtype)
         refresh, runs = v15.prepare_cuda(a, b, c, (tile,), clusters)
