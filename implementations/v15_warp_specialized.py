@@ -153,7 +153,7 @@ class Tile(NamedTuple):
 
 CUDA_CANDIDATES = (
     Tile(256, 4, 2, 8),
-    Tile(256, 4, 2, 8, 1),  # the partial last round of tiles split by k over every cluster (stream-K)
+    Tile(256, 4, 2, 8, 1),  # the last, partial round of tiles dealt out by k-blocks (stream-K)
     Tile(256, 4, 1, 8),  # no cluster: what multicast is worth
     Tile(256, 3, 2, 8),
     Tile(256, 4, 2, 16),
@@ -186,16 +186,14 @@ def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
 def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None):
     """One CUDA candidate on prepared tensor maps (the search times these; the tests check each).
 
-    The persistent grid has as many clusters as can be resident at once (without STREAM_K at most one
-    per cluster tile), or `clusters` (fewer: the tests use it to reach the split last round with more
-    whole rounds before it).
+    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
+    or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
     """
     cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
     smem = tile.STAGES * (BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
     if clusters is None:
         clusters = resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem)
-    if not tile.STREAM_K:  # with it, clusters beyond the tiles help with their k-blocks
-        clusters = min(clusters, cluster_tiles)
+    clusters = min(clusters, cluster_tiles)
     c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
     # the kernel leaves them zeroed); one float and two ints when unused.

@@ -32,12 +32,14 @@
 //     the SASS of the k-loop went from 92 to 56 instructions per k-block and warp.
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2.
-//   - Split last round (STREAM_K = 1). A persistent grid of G clusters takes the tiles G at a time, and
-//     when their number T is not a multiple of G the last round leaves clusters idle: 4096³ in 128×256
-//     tiles is 256 cluster tiles, 3.88 rounds of 66, so every cluster pays for 4. Here that round's
-//     k-blocks are shared by all G clusters (see Schedule): each of its tiles' heads is computed by one
-//     cluster, its tail by the idle ones, which write fp32 partial sums to `partials` and raise a flag;
-//     the head, the last thing its cluster does, waits for the flags, adds the partials, stores C.
+//   - Stream-K (STREAM_K = 1), a search candidate. A persistent grid of G clusters takes the tiles G at
+//     a time, and when their number T is not a multiple of G the last round leaves clusters idle:
+//     8192³ in 128×256 tiles is 1024 cluster tiles, 15.5 rounds of 66, so every cluster pays for 16.
+//     Here the last round's k-blocks are dealt out evenly instead (see Schedule); a tile cut between
+//     clusters is finished by its head, which waits for the others' fp32 partial sums (in `partials`,
+//     announced by a flag) and adds them. Each partial costs its writer 128 KB of stores and its reader
+//     128 KB of loads, a few microseconds, so it pays where the idle part of the round is worth more
+//     (8192³) and not at 4096³, where it also scatters the clusters over k and the L2 misses more.
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
@@ -114,64 +116,34 @@ __device__ __forceinline__ void add_partial(float (&d)[R], const float4* slot, i
     }
 }
 
-// A cluster's work, in order. Whole tiles t = cluster, cluster + G, ... below dp_tiles (G = clusters);
-// with STREAM_K and a last round of R = T % G tiles, that round is split by k instead of leaving G - R
-// clusters idle: cluster j < R takes the k-blocks [0, X) of tile dp_tiles + j (the "head", X ≈ K·R/G),
-// and the G - R others ("helpers") deal the rest of the round, the tails [X, K) of the R tiles laid
-// end to end, out in equal contiguous runs. All heads run in step over k, as whole tiles do, so the
-// tiles that share an A or B panel read each k-slice at about the same time and L2 keeps serving it.
-// (Dealing all the round's k-blocks out in runs that cross tile boundaries, plain stream-K, put
-// neighbouring clusters 8-60 k-blocks apart and doubled the DRAM reads at 4096³: 8% slower.)
+// A cluster's work, in order: whole tiles t = cluster, cluster + G, ... below dp_tiles (G = clusters),
+// then, with STREAM_K, its share of the last round's R = T % G tiles (stream-K): their k-blocks
+// ("units") laid end to end, each cluster taking the contiguous run [start(cluster), start(cluster + 1)).
+// A run that starts inside a tile leaves partial sums for the tile's head (the run holding k-block 0),
+// so each cluster writes at most one partial: its slot is the cluster's own.
 struct Schedule {
-    int cluster, clusters, k_tiles, dp_tiles, rest = 0, head = 0;
-    long long tail_units = 0;  // R · (K - X), the k-blocks the helpers share
+    int cluster, clusters, k_tiles, dp_tiles;
+    long long sk_units;
 
     __device__ Schedule(int cluster_, int clusters_, int cluster_tiles, int k_tiles_, bool stream_k)
-        : cluster(cluster_), clusters(clusters_), k_tiles(k_tiles_), dp_tiles(cluster_tiles) {
-        const int r = cluster_tiles % clusters;
-        const int x = max(1, static_cast<int>((static_cast<long long>(k_tiles) * r + clusters / 2) / clusters));
-        // Split only when every helper gets at least one k-block (R·(K - X) >= G - R).
-        if (stream_k && r && x < k_tiles && static_cast<long long>(r) * (k_tiles - x) >= clusters - r) {
-            rest = r, head = x, dp_tiles = cluster_tiles - r;
-            tail_units = static_cast<long long>(r) * (k_tiles - x);
-        }
+        : cluster(cluster_), clusters(clusters_), k_tiles(k_tiles_) {
+        const int rest = stream_k ? cluster_tiles % clusters : 0;
+        dp_tiles = cluster_tiles - rest;
+        sk_units = static_cast<long long>(rest) * k_tiles;
     }
 
-    // The first tail unit of helper h (h = cluster - R); helper h's run ends where helper h + 1's starts.
-    __device__ long long start(int h) const { return tail_units * h / (clusters - rest); }
-
-    // A helper's partial sums for tile dp_tiles + j go to slot j + h: walking the tails, each new piece
-    // moves to the next tile, the next helper or both, so j + h only grows, and stays below G.
-    __device__ int slot(int j, int h) const { return j + h; }
+    __device__ long long start(int c) const { return sk_units * c / clusters; }
 
     // visit(t, kb0, kb1): cluster tile t, its k-blocks [kb0, kb1).
     template <typename Visit>
     __device__ __forceinline__ void for_each(Visit visit) const {
         for (int t = cluster; t < dp_tiles; t += clusters) visit(t, 0, k_tiles);
-        if (cluster < rest) {
-            visit(dp_tiles + cluster, 0, head);
-            return;
-        }
-        const int tail = k_tiles - head;
-        for (long long u = start(cluster - rest), end = start(cluster - rest + 1); u < end;) {
-            const int j = static_cast<int>(u / tail), kb0 = head + static_cast<int>(u % tail);
+        for (long long u = start(cluster), end = start(cluster + 1); u < end;) {
+            const int t = dp_tiles + static_cast<int>(u / k_tiles), kb0 = static_cast<int>(u % k_tiles);
             const int kb1 = static_cast<int>(min(static_cast<long long>(k_tiles), kb0 + (end - u)));
-            visit(dp_tiles + j, kb0, kb1);
+            visit(t, kb0, kb1);
             u += kb1 - kb0;
         }
-    }
-
-    // For the head of tile dp_tiles + j: the slots [first, last] of its tail's pieces, one per helper
-    // whose run meets the tail (the helpers are h_first..h_last; every run is non-empty, see above).
-    __device__ void tail_slots(int j, int& first, int& last) const {
-        const int helpers = clusters - rest;
-        const long long lo = static_cast<long long>(j) * (k_tiles - head), hi = lo + (k_tiles - head) - 1;
-        auto helper_of = [&](long long u) {  // the run holding unit u: start(h) <= u < start(h + 1)
-            int h = static_cast<int>(u * helpers / tail_units);  // start(h) <= u already; a later run may too
-            while (h + 1 < helpers && start(h + 1) <= u) ++h;
-            return h;
-        };
-        first = slot(j, helper_of(lo)), last = slot(j, helper_of(hi));
     }
 };
 
@@ -277,20 +249,18 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             wgmma_wait<0>();
             fence_accumulators(d);
             release((it - 1) % STAGES);
-            // ---- stream-K: a helper's piece of a tail leaves its partial sums; the head adds them ----
+            // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
+            //      last piece of its cluster's run, adds those of the runs after it ----
             if constexpr (STREAM_K) {
                 auto part = [&](int slot) { return (slot * CLUSTER_M + rank) * 2 + warpgroup - 1; };
-                const int j = t - schedule.dp_tiles;
                 if (kb0 > 0) {
-                    const int p = part(schedule.slot(j, cluster - schedule.rest));
-                    save_partial(d, partials + p * (BN / 8) * 128, flags + p, warpgroup);
+                    save_partial(d, partials + part(cluster) * (BN / 8) * 128, flags + part(cluster), warpgroup);
                     return;
                 }
-                if (kb1 < k_tiles) {
-                    int first, last;
-                    schedule.tail_slots(j, first, last);
-                    for (int slot = first; slot <= last; ++slot)
-                        add_partial(d, partials + part(slot) * (BN / 8) * 128, flags + part(slot), warpgroup);
+                const long long tile_end = static_cast<long long>(t - schedule.dp_tiles + 1) * k_tiles;
+                for (int other = cluster + 1; kb1 < k_tiles && schedule.start(other) < tile_end; ++other) {
+                    if (schedule.start(other + 1) > schedule.start(other))  // an empty run left no partial
+                        add_partial(d, partials + part(other) * (BN / 8) * 128, flags + part(other), warpgroup);
                 }
             }
             // ---- 4. write back, while the producer already fills the ring with the next tile ----

@@ -8,7 +8,7 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1
 LOG=$OUT/stream_k
 mkdir -p "$LOG"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv >"$LOG/gpu.txt" 2>&1
-timeout 300 python -m pytest -q -ra tests/test_gpu.py -k "split_last_round or (hopper_searches and v15 and cuda)" \
+timeout 300 python -m pytest -q -ra tests/test_gpu.py -k "stream_k or (hopper_searches and v15 and cuda)" \
     >"$LOG/pytest.log" 2>&1
 echo "pytest rc=$?" >>"$LOG/pytest.log"
 timeout 240 python scripts/stream_k_probe.py --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" \

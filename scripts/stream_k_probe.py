@@ -3,7 +3,7 @@
     python scripts/stream_k_probe.py [--sizes 4096,8192] [--dtypes bf16,fp16] [--rounds 5]
 
 For each size and dtype, in --rounds interleaved rounds: cuBLAS, v15's 128×256 cluster candidate
-dealing out whole tiles, and the same with its last round split by k over every cluster. Each
+dealing out whole tiles, and the same with its last, partial round dealt out by k-blocks. Each
 time is a do_bench median (L2 flushed between calls); printed per round and as the median over rounds,
 as % of cuBLAS in the same round, with each kernel's normwise error and how the schedule splits.
 """
@@ -18,20 +18,17 @@ from triton.testing import do_bench
 from implementations import v15_warp_specialized as v15
 from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
 
-TILES = {"whole tiles": v15.Tile(256, 4, 2, 8), "split last round": v15.Tile(256, 4, 2, 8, 1)}
+TILES = {"whole tiles": v15.Tile(256, 4, 2, 8), "stream-K": v15.Tile(256, 4, 2, 8, 1)}
 
 
 def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
     """How the kernel's Schedule deals this product out, in words."""
     cluster_tiles = triton.cdiv(triton.cdiv(M, v15.BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
     k_tiles = triton.cdiv(K, v15.BK)
+    clusters = min(clusters, cluster_tiles)
     rest = cluster_tiles % clusters
-    head = max(1, (k_tiles * rest + clusters // 2) // clusters)
-    whole = f"{cluster_tiles} cluster tiles on {clusters} clusters: {cluster_tiles // clusters} whole rounds"
-    if not rest or head >= k_tiles:
-        return whole
-    return (f"{whole}, then {rest} heads of {head} k-blocks and {clusters - rest} helpers sharing "
-            f"{rest} tails of {k_tiles - head} ({rest * (k_tiles - head) / (clusters - rest):.1f} each)")
+    return (f"{cluster_tiles} cluster tiles on {clusters} clusters: {cluster_tiles // clusters} whole rounds, then "
+            f"{rest} tiles × {k_tiles} k-blocks = {rest * k_tiles / clusters:.1f} k-blocks per cluster")
 
 
 def probe(n: int, dtype: str, rounds: int) -> None:

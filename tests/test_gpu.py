@@ -153,13 +153,14 @@ def test_every_cuda_candidate_of_the_hopper_searches_is_correct(shape, module, d
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("shape", [(1100, 300, 70), (1000, 1531, 777), (2048, 2048, 2048), (3000, 2900, 1500)],
-                         ids=param_id)
-def test_v15_split_last_round_is_right_on_any_grid_run_after_run(shape, dtype):
-    """The last round is split when the cluster tiles are not a multiple of the clusters: grids of a
-    few clusters split it after whole rounds, the whole GPU's grid splits every tile of the small
-    products among all its clusters. Each run must lower the flags it raised, or the next would add
-    stale partial sums: three runs each, the output poisoned between."""
+@pytest.mark.parametrize("shape", [(1100, 300, 70), (1536, 256, 100), (1000, 1531, 777), (2048, 2048, 2048),
+                                   (3000, 2900, 1500)], ids=param_id)
+def test_v15_stream_k_is_right_on_any_grid_run_after_run(shape, dtype):
+    """Stream-K cuts tiles only when the cluster tiles are more than, and not a multiple of, the clusters:
+    grids of a few clusters reach it with small products (the whole GPU's grid with the last shape).
+    Each run must lower the flags it raised, or the next would add stale partial sums: three runs
+    each, the output poisoned between. 1536×256×100 on 5 clusters is 6 tiles of 2 k-blocks: the
+    last tile's 2 k-blocks on 5 clusters leave empty runs between its head and its tail."""
     from implementations import v15_warp_specialized as v15
 
     if gpu_skip_reason(v15.VARIANT, "cuda", dtype):
