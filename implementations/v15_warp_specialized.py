@@ -17,10 +17,15 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   to a TMA bulk tensor store (clipped at the matrix edges); the warpgroup starts its next tile while
   the copy engine writes. When C's rows are not 16-byte aligned (N % 8 != 0) TMA cannot write C, and
   the accumulators go straight from registers to memory as in v14.
-The CUDA side searches a few template instantiations (tile width, stages, cluster size, group size) at
-the first call per device and shape, as v11 does, and reports its choice. The 128×128 and 128×64
-candidates are for products too small for 128×256 tiles to reach every SM (1024³ makes 32 of them on
-132 SMs).
+- Stream-K (STREAM_K = 1, one candidate): a persistent grid of G clusters runs T cluster tiles in
+  rounds of G, and a partial last round leaves clusters idle. The candidate deals that round's
+  k-blocks out evenly instead; a tile cut between clusters is finished by the cluster holding its
+  first k-block, which waits for the others' fp32 partial sums (global memory, a release/acquire flag
+  per consumer warpgroup) and adds them.
+The CUDA side searches a few template instantiations (tile width, stages, cluster size, group size,
+stream-K) at the first call per device and shape, as v11 does, and reports its choice. The 128×128 and
+128×64 candidates are for products too small for 128×256 tiles to reach every SM (1024³ makes 32 of
+them on 132 SMs).
 
 CUDA C and Triton side by side:
 
@@ -74,7 +79,23 @@ Findings on the way there:
   docs/results/h100_v15_epilogue_probe.txt).
   Staging the second half of C in the ring slot just consumed, so that it need not wait for the first
   half's store to read the staging buffer, made no measurable difference and was left out.
-- Clusters of four (a quarter of B per CTA) were slower: 82% against 93% (scripts/probe_hopper.py).
+- Clusters of four (a quarter of B per CTA, 24 KB per CTA and k-block from L2 instead of 32) were
+  slower: 85% against 97% at 4096³ (scripts/v15_tile_probe.py, docs/results/h100_v15_stream_k_probe.md).
+  Only 30 fit at once (a cluster's CTAs share a GPC): 120 SMs, and 512 tiles take 5 rounds instead of
+  4. With stream-K over the last round the 120 SMs match the 132 SMs of pairs at 8192³ (99.6% against
+  99.8%): at the power limit each SM runs its tiles 6% faster there, fewer SMs moving less data.
+- Stream-K (docs/results/h100_v15_stream_k_probe.md). It pays where the last round is nearly empty:
+  2304×2048×16384 (72 cluster tiles on 66 clusters, 6 in the last round) runs at 87.8% of cuBLAS
+  against 61.8% for whole tiles. Where the round is nearly full it costs: 94% against 98-99% at 4096³
+  (58 of 66), 85% against 99% at 4096×4096×16384, and within ±2 points at 6144³ and 8192³. Two
+  reasons, both measured. Each cut tile costs its writer 128 KB of stores (about 30 bytes per cycle per
+  SM) and its reader 128 KB of loads, a few microseconds against the 5.5 µs a perfect balance could
+  save at 4096³. And runs that cross tile boundaries put the clusters sharing an A or B panel tens of
+  k-blocks apart, where whole tiles read each k-slice in step: Nsight Compute counted 197 MB of DRAM
+  reads against 149 MB (280 MB when two rounds were dealt out). Keeping the heads of the round's tiles
+  in step and sharing only their tails among the idle clusters brought the reads back to 152 MB but
+  gave each idle cluster 7-8 partials to write: 89%. So the search keeps whole tiles at 4096³ and
+  8192³, and stream-K is there for shapes like the first.
 - Staggering the consumers (warpgroup 2 starting one or two k-blocks after warpgroup 1, so that each
   one's epilogue would overlap the other's multiplies) was slower too: 93.7% and 93.0% against 94.3%
   at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt): both

@@ -11,7 +11,7 @@ nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=cs
 timeout 300 python -m pytest -q -ra tests/test_gpu.py -k "stream_k or (hopper_searches and v15 and cuda)" \
     >"$LOG/pytest.log" 2>&1
 echo "pytest rc=$?" >>"$LOG/pytest.log"
-timeout 240 python scripts/stream_k_probe.py --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" \
+timeout 240 python scripts/v15_tile_probe.py --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" \
     >"$LOG/probe.log" 2>&1
 echo "probe rc=$?" >>"$LOG/probe.log"
 # One launch of each at 4096³ bf16 under Nsight Compute: DRAM bytes and L2 hits (NCU=0 leaves it out).
@@ -20,7 +20,7 @@ if [ "${NCU:-1}" = 1 ]; then
         --launch-count 4 --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,\
 dram__bytes_write.sum,lts__t_sector_hit_rate.pct,lts__t_sectors_srcunit_tex_op_read.sum,\
 sm__cycles_elapsed.avg.per_second,sm__cycles_elapsed.max \
-        python scripts/stream_k_probe.py --sizes 4096 --dtypes bf16 --rounds 0 >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
+        python scripts/v15_tile_probe.py --sizes 4096 --dtypes bf16 --rounds 0 >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
     echo "ncu rc=$?" >>"$LOG/ncu.err"
 fi
 if [ "${COMPARE:-1}" = 1 ]; then

@@ -1,0 +1,85 @@
+"""v15 tile probe (issue 4): chosen v15 CUDA C candidates, in or outside its search, beside cuBLAS.
+
+    python scripts/v15_tile_probe.py [--sizes 4096,8192,2304x2048x16384] [--dtypes bf16,fp16] [--rounds 5]
+                                     [--tiles "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"]
+
+For each size (n for n³, or MxNxK) and dtype, in --rounds interleaved rounds: cuBLAS and each tile
+(label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K; tiles outside v15's search are compiled for this run). Each
+time is a do_bench median (L2 flushed between calls); printed per round and as the median over rounds,
+as % of cuBLAS in the same round, with each kernel's normwise error, how many clusters fit at once and,
+with STREAM_K, how the schedule deals the product out.
+"""
+
+import argparse
+import statistics
+
+import torch
+import triton
+from triton.testing import do_bench
+
+from implementations import v15_warp_specialized as v15
+from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations._cuda import CudaSource
+
+DEFAULT_TILES = "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"
+
+
+def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
+    """How the kernel's Schedule deals this product out, in words."""
+    cluster_tiles = triton.cdiv(triton.cdiv(M, v15.BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
+    k_tiles = triton.cdiv(K, v15.BK)
+    clusters = min(clusters, cluster_tiles)
+    rest = cluster_tiles % clusters
+    return (f"{cluster_tiles} cluster tiles on {clusters} clusters: {cluster_tiles // clusters} whole rounds, then "
+            f"{rest} tiles × {k_tiles} k-blocks = {rest * k_tiles / clusters:.1f} k-blocks per cluster")
+
+
+def probe(shape: tuple[int, int, int], dtype: str, rounds: int, tiles: dict[str, v15.Tile]) -> None:
+    precision = PRECISIONS[dtype]
+    M, N, K = shape
+    a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
+    ref = reference(a, b)
+    c = torch.empty(M, N, device="cuda", dtype=a.dtype)
+    runs = {"cuBLAS": lambda: torch.matmul(a, b, out=c)}
+    for label, tile in tiles.items():
+        runs[label] = v15.launch_tile(a, b, c, tile)
+        smem = tile.STAGES * (v15.BM * v15.BK + v15.BK * tile.BN) * 2 + v15.C_STAGE_BYTES + v15.BARRIER_BYTES
+        clusters = v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, smem)
+        how = f"; {schedule(M, N, K, tile, clusters)}" if tile.STREAM_K else ""
+        print(f"{M}x{N}x{K} {dtype}, {label} ({tile}): {clusters} clusters of {tile.CLUSTER_M} fit{how}", flush=True)
+    for label, run in runs.items():
+        poison(c)
+        run()
+        print(f"  {label:17} err {compare(c, ref, precision.bound(K)).error:.2e}", flush=True)
+    ratios = {label: [] for label in runs if label != "cuBLAS"}
+    for r in range(rounds):
+        ms = {label: do_bench(run, warmup=25, rep=200) for label, run in runs.items()}
+        for label in ratios:
+            ratios[label].append(ms["cuBLAS"] / ms[label])
+        print(f"  round {r}: " + ", ".join(f"{label} {t:.4f} ms" for label, t in ms.items()), flush=True)
+    for label, values in ratios.items() if rounds else ():
+        print(f"  {label:17} {statistics.median(values):7.1%} of cuBLAS (median of {rounds}; "
+              f"{min(values):.1%}-{max(values):.1%})", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sizes", default="4096,8192")
+    parser.add_argument("--dtypes", default="bf16,fp16")
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--tiles", default=DEFAULT_TILES, help="label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K;...")
+    args = parser.parse_args()
+    tiles = {label: v15.Tile(*map(int, fields.split(",")))
+             for label, fields in (item.split("=") for item in args.tiles.split(";"))}
+    extra = [t.kernel(d) for d in v15.IS_BF16 for t in tiles.values() if t.kernel(d) not in v15.KERNELS.kernels]
+    if extra:  # launch_candidate and resident_clusters look the kernels up in v15.KERNELS
+        v15.KERNELS = CudaSource(v15.__name__, [*v15.KERNELS.kernels, *extra], arch=v15.KERNELS.arch)
+    print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
+    for size in args.sizes.split(","):
+        shape = tuple(map(int, size.split("x"))) if "x" in size else (int(size),) * 3
+        for dtype in args.dtypes.split(","):
+            probe(shape, dtype, args.rounds, tiles)
+
+
+if __name__ == "__main__":
+    main()
