@@ -217,7 +217,7 @@ def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None 
     clusters = min(clusters, cluster_tiles)
     c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
-    # the kernel leaves them zeroed); one float and two ints when unused.
+    # the kernel leaves them zeroed); four floats and two ints when unused.
     ctas = clusters * tile.CLUSTER_M if tile.STREAM_K else 1
     partials = torch.empty(ctas * (BM * tile.BN if tile.STREAM_K else 4), device=c.device, dtype=torch.float32)
     flags = torch.zeros(2 * ctas, device=c.device, dtype=torch.int32)
