@@ -88,13 +88,18 @@ __device__ __forceinline__ int flag_acquire(const int* flag) {
     return value;
 }
 
-// A consumer warpgroup's partial sums in its slot, thread t's float4 j at j·128 + t (coalesced, in the
-// accumulators' own order: the adding warpgroup holds the same fragment), then its flag raised.
+// A consumer warpgroup's partial sums in slot `part` (R / 4 float4s per thread), thread t's float4 j at
+// j·128 + t (coalesced, in the accumulators' own order: the adding warpgroup holds the same fragment),
+// then the slot's flag raised.
 template <int R>
-__device__ __forceinline__ void save_partial(const float (&d)[R], float4* slot, int* flag, unsigned barrier_id) {
+__device__ __forceinline__ void save_partial(const float (&d)[R], float4* partials, int* flags, int part,
+                                             unsigned barrier_id) {
+    float4* slot = partials + part * (R / 4) * 128;
+    int* flag = flags + part;
     const int t = threadIdx.x % 128;
 #pragma unroll
-    for (int j = 0; j < R / 4; ++j) __stcg(slot + j * 128 + t, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    for (int j = 0; j < R / 4; ++j)
+        __stcg(slot + j * 128 + t, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
     named_barrier(barrier_id, 128);
     if (t == 0) flag_release(flag);
 }
@@ -102,7 +107,10 @@ __device__ __forceinline__ void save_partial(const float (&d)[R], float4* slot, 
 // Wait for a slot's flag, add its partial sums (read from L2: another SM wrote them), and lower the
 // flag for the next launch (each slot is written and read once per launch).
 template <int R>
-__device__ __forceinline__ void add_partial(float (&d)[R], const float4* slot, int* flag, unsigned barrier_id) {
+__device__ __forceinline__ void add_partial(float (&d)[R], const float4* partials, int* flags, int part,
+                                            unsigned barrier_id) {
+    const float4* slot = partials + part * (R / 4) * 128;
+    int* flag = flags + part;
     const int t = threadIdx.x % 128;
     if (t == 0) {
         while (flag_acquire(flag) == 0) {
@@ -255,13 +263,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             if constexpr (STREAM_K) {
                 auto part = [&](int slot) { return (slot * CLUSTER_M + rank) * 2 + warpgroup - 1; };
                 if (kb0 > 0) {
-                    save_partial(d, partials + part(cluster) * (BN / 8) * 128, flags + part(cluster), warpgroup);
+                    save_partial(d, partials, flags, part(cluster), warpgroup);
                     return;
                 }
                 const long long tile_end = static_cast<long long>(t - schedule.dp_tiles + 1) * k_tiles;
-                for (int other = cluster + 1; kb1 < k_tiles && schedule.start(other) < tile_end; ++other) {
-                    if (schedule.start(other + 1) > schedule.start(other))  // an empty run left no partial
-                        add_partial(d, partials + part(other) * (BN / 8) * 128, flags + part(other), warpgroup);
+                long long begin = schedule.start(cluster + 1);  // the next cluster's run: [begin, end)
+                for (int other = cluster + 1; kb1 < k_tiles && begin < tile_end; ++other) {
+                    const long long end = schedule.start(other + 1);
+                    if (end > begin) add_partial(d, partials, flags, part(other), warpgroup);  // empty runs left none
+                    begin = end;
                 }
             }
             // ---- 4. write back, while the producer already fills the ring with the next tile ----
