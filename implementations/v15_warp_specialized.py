@@ -204,17 +204,26 @@ def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
     return tensor_map_2d(c, box), np.int32(1)
 
 
+def shared_bytes(tile: Tile) -> int:
+    """A candidate's dynamic shared memory: its ring of A and B tiles, C's staging buffers, barriers."""
+    return tile.STAGES * (BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
+
+
+def cluster_tiles(M: int, N: int, tile: Tile) -> int:
+    """How many cluster tiles (CLUSTER_M vertically adjacent BM×BN tiles) cover an M×N product."""
+    return triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
+
+
 def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None):
     """One CUDA candidate on prepared tensor maps (the search times these; the tests check each).
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
     or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
     """
-    cluster_tiles = triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
-    smem = tile.STAGES * (BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
+    smem = shared_bytes(tile)
     if clusters is None:
         clusters = resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem)
-    clusters = min(clusters, cluster_tiles)
+    clusters = min(clusters, cluster_tiles(M, N, tile))
     c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
     # the kernel leaves them zeroed); four floats and two ints when unused.

@@ -26,11 +26,11 @@ DEFAULT_TILES = "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"
 
 def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
     """How the kernel's Schedule deals this product out, in words."""
-    cluster_tiles = triton.cdiv(triton.cdiv(M, v15.BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
+    tiles = v15.cluster_tiles(M, N, tile)
     k_tiles = triton.cdiv(K, v15.BK)
-    clusters = min(clusters, cluster_tiles)
-    rest = cluster_tiles % clusters
-    return (f"{cluster_tiles} cluster tiles on {clusters} clusters: {cluster_tiles // clusters} whole rounds, then "
+    clusters = min(clusters, tiles)
+    rest = tiles % clusters
+    return (f"{tiles} cluster tiles on {clusters} clusters: {tiles // clusters} whole rounds, then "
             f"{rest} tiles × {k_tiles} k-blocks = {rest * k_tiles / clusters:.1f} k-blocks per cluster")
 
 
@@ -43,8 +43,7 @@ def probe(shape: tuple[int, int, int], dtype: str, rounds: int, tiles: dict[str,
     runs = {"cuBLAS": lambda: torch.matmul(a, b, out=c)}
     for label, tile in tiles.items():
         runs[label] = v15.launch_tile(a, b, c, tile)
-        smem = tile.STAGES * (v15.BM * v15.BK + v15.BK * tile.BN) * 2 + v15.C_STAGE_BYTES + v15.BARRIER_BYTES
-        clusters = v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, smem)
+        clusters = v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, v15.shared_bytes(tile))
         how = f"; {schedule(M, N, K, tile, clusters)}" if tile.STREAM_K else ""
         print(f"{M}x{N}x{K} {dtype}, {label} ({tile}): {clusters} clusters of {tile.CLUSTER_M} fit{how}", flush=True)
     for label, run in runs.items():
