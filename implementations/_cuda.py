@@ -300,6 +300,11 @@ def rows_aligned(*matrices: torch.Tensor) -> np.int32:
     return np.int32(all((m.shape[1] * m.element_size()) % 16 == 0 and m.data_ptr() % 16 == 0 for m in matrices))
 
 
+def cpp_bool(value) -> str:
+    """A template argument for a C++ bool parameter (kernel names are C++ expressions)."""
+    return "true" if value else "false"
+
+
 _streams: dict[int, object] = {}
 
 

@@ -50,13 +50,13 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, bind, check_grid, rows_aligned
+from ._cuda import CudaSource, bind, check_grid, cpp_bool, rows_aligned
 from ._registry import Variant
 from ._triton import check_blocks, warps_for
 
 BK, STAGES = 8, 3  # CUDA: K step and pipeline depth
 BLOCK_K, NUM_STAGES = 32, 3  # Triton
-KERNELS = CudaSource(__name__, [f"warptiling<128,128,{BK},32,64,{STAGES}>"])
+KERNELS = CudaSource(__name__, [f"warptiling<128,128,{BK},32,64,{STAGES},{aligned}>" for aligned in ("true", "false")])
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -66,8 +66,8 @@ def warptiling_cuda(a, b, c, BM=128, BN=128, WM=32, WN=64):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(N, BN), triton.cdiv(M, BM))
-    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), rows_aligned(a, b, c))
-    name = f"warptiling<{BM},{BN},{BK},{WM},{WN},{STAGES}>"
+    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K))
+    name = f"warptiling<{BM},{BN},{BK},{WM},{WN},{STAGES},{cpp_bool(rows_aligned(a, b, c))}>"
     return bind(KERNELS, name, grid, ((BM // WM) * (BN // WN) * 32,), args)
 
 

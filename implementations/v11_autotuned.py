@@ -65,7 +65,7 @@ import triton.language as tl
 from triton.runtime.interpreter import InterpretedFunction
 from triton.testing import do_bench
 
-from ._cuda import CudaSource, bind, check_grid, rows_aligned
+from ._cuda import CudaSource, bind, check_grid, cpp_bool, rows_aligned
 from ._registry import TunedRun, Variant
 from .v10_warptiling import block_tile
 
@@ -83,9 +83,9 @@ class Tile(NamedTuple):
     def threads(self) -> int:
         return (self.BM // self.WM) * (self.BN // self.WN) * 32
 
-    @property
-    def kernel(self) -> str:
-        return f"autotuned<{','.join(map(str, self))}>"
+    def kernel(self, aligned: bool) -> str:
+        """The instantiation for operands whose rows are 16-byte aligned, or not."""
+        return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)}>"
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
@@ -104,7 +104,7 @@ CUDA_CANDIDATES = (
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
 )
-KERNELS = CudaSource(__name__, [t.kernel for t in CUDA_CANDIDATES])
+KERNELS = CudaSource(__name__, [t.kernel(aligned) for t in CUDA_CANDIDATES for aligned in (True, False)])
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
 _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
 
@@ -117,8 +117,8 @@ def launch_candidate(a, b, c, tile: Tile):
     M, K = a.shape
     N = b.shape[1]
     grid = (triton.cdiv(M, tile.BM) * triton.cdiv(N, tile.BN),)
-    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), rows_aligned(a, b, c))
-    return bind(KERNELS, tile.kernel, grid, (tile.threads,), args)
+    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K))
+    return bind(KERNELS, tile.kernel(rows_aligned(a, b, c)), grid, (tile.threads,), args)
 
 
 def search_fastest(runs: dict) -> tuple[object, dict, float]:

@@ -2,7 +2,8 @@
 // pipeline.
 //
 // C (M×N) = A (M×K) · B (K×N), fp32, all row-major. Launch: block (BM/WM)·(BN/WN)·32 threads,
-// grid (ceil(N/BN), ceil(M/BM)). Template <BM, BN, BK, WM, WN, STAGES>; needs sm_80+ (cp.async).
+// grid (ceil(N/BN), ceil(M/BM)). Template <BM, BN, BK, WM, WN, STAGES, ALIGNED>; needs sm_80+
+// (cp.async). ALIGNED: every row of A, B and C starts on a 16-byte boundary (the launcher checks).
 // The block's BM×BN tile is split into WM×WN warp tiles. A warp walks its tile in (WM/16)×(WN/32)
 // sub-tiles of 16×32; in each, its 32 lanes form a 4×8 grid and lane (lr, lc) owns the 4×4 outputs
 // at rows 4·lr.., columns 4·lc... So a lane holds (WM/16)·(WN/32)·16 accumulators, per k it reads WM/16
@@ -10,13 +11,29 @@
 // address (A: broadcast) or 32 consecutive floats (B): conflict-free by construction, where v08
 // needed interleaving by hand. Warp tiles also keep a warp's reads inside a small part of the tiles,
 // and, with the pipeline STAGES deep, the copies of STAGES - 1 tiles are in flight during the FMAs.
+// The body of the k-loop has no branch: ptxas schedules instructions within a basic block, so a
+// branch there (a tile past K, or aligned rows tested at run time) would cut the body in pieces and
+// leave the copies' address arithmetic as a serial prologue with no FMAs to hide its latencies.
+// Hence ALIGNED is a template parameter and a tile past K is issued as zero-filling copies.
 // `warptile_block` computes one block tile; v11 reuses it with another block order and a search
 // over the template parameters.
 #include "common.cuh"
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES>
+// The blocks per SM a tile is built for, declared to ptxas in __launch_bounds__: two for tiles up to
+// 128×128 with an 8-deep k step (one block's FMAs run while the other waits at its barrier), else
+// one: larger tiles hold 128 accumulators per thread, and a 16-deep step's unrolled fragment reads
+// need more than the 128 registers two blocks of 256 threads leave (it spills on sm_80). ptxas
+// schedules the loop differently once it is told: the 128×256 tile ran 4% faster with the 1 spelled
+// out than left implicit, v11's 128×128 tile of 64×64 warps 8% faster with the 2 (H100,
+// scripts/fp32_loop_probe.py).
+template <int BM, int BN, int BK>
+constexpr int blocks_per_sm() {
+    return BM * BN <= 128 * 128 && BK == 8 ? 2 : 1;
+}
+
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED>
 __device__ __forceinline__ void warptile_block(const float* __restrict__ a, const float* __restrict__ b,
-                                               float* __restrict__ c, int M, int N, int K, int aligned,
+                                               float* __restrict__ c, int M, int N, int K,
                                                int block_row, int block_col) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int M_ITER = WM / 16, N_ITER = WN / 32;  // 16×32 sub-tiles per warp tile
@@ -40,25 +57,27 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
     const float* a_src = a + (block_row + a_r) * K + a_k;  // this thread's first A element; + k0 per tile
     const float* b_src = b + b_k * N + block_col + b_c;    // its first B chunk; + k0·N per tile
 
-    auto load_tile = [&](int stage, int k0) {  // start the copies of the tile at k0; do not wait
+    // Start the copies of the tile at k0 and do not wait. A tile that is not `live` (past K) is
+    // zero-filled and reads nothing: cheaper than a branch around it.
+    auto load_tile = [&](int stage, int k0, bool live) {
 #pragma unroll
         for (int p = 0; p < A_PASSES; ++p)
 #pragma unroll
             for (int ch = 0; ch < A_CHUNKS; ++ch) {
                 const int r = a_r + p * A_ROWS, k = ch * 8 + a_k;
-                const bool valid = block_row + r < M && k0 + k < K;
+                const bool valid = live && block_row + r < M && k0 + k < K;
                 cp_async4(&a_tile[stage][k][r], valid ? a_src + p * A_ROWS * K + k0 + ch * 8 : a, valid);
             }
 #pragma unroll
         for (int p = 0; p < B_PASSES; ++p) {
             const int k = b_k + p * B_ROWS, row = k0 + k;
             const float* src = b_src + (k0 + p * B_ROWS) * N;
-            if (aligned) {  // a whole chunk lies inside B or past its edge
-                const bool valid = row < K && block_col + b_c < N;
+            if (ALIGNED) {  // a whole chunk lies inside B or past its edge
+                const bool valid = live && row < K && block_col + b_c < N;
                 cp_async16(&b_tile[stage][k][b_c], valid ? src : b, valid);
             } else {
                 for (int q = 0; q < 4; ++q) {
-                    const bool valid = row < K && block_col + b_c + q < N;
+                    const bool valid = live && row < K && block_col + b_c + q < N;
                     cp_async4(&b_tile[stage][k][b_c + q], valid ? src + q : b, valid);
                 }
             }
@@ -81,7 +100,7 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
     // ---- 3. prologue: start copying the first STAGES - 1 tiles, wait for the first, read its first fragments ----
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load_tile(s, s * BK);
+        load_tile(s, s * BK, s < k_tiles);
         cp_async_commit();  // one group per tile, empty or not, so that the waits count tiles
     }
     cp_async_wait<STAGES - 2>();
@@ -100,7 +119,7 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
             }
             load_frags(read_stage, (k + 1) % BK, (k + 1) % 2);  // step k+1 (tile kt+1's first at k = BK-1)
             if (k == 0) {  // the stage of tile kt-1, free since the barrier before this tile's last step
-                if (kt + STAGES - 1 < k_tiles) load_tile(write_stage, (kt + STAGES - 1) * BK);
+                load_tile(write_stage, (kt + STAGES - 1) * BK, kt + STAGES - 1 < k_tiles);
                 cp_async_commit();
                 write_stage = write_stage + 1 == STAGES ? 0 : write_stage + 1;
             }
@@ -122,14 +141,14 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
             for (int ni = 0; ni < N_ITER; ++ni) {
                 const float* v = &acc[mi * 4 + i][ni * 4];
                 store4(c, block_row + warp_row + mi * 16 + lane_row + i, block_col + warp_col + ni * 32 + lane_col,
-                       M, N, aligned, make_float4(v[0], v[1], v[2], v[3]));
+                       M, N, ALIGNED, make_float4(v[0], v[1], v[2], v[3]));
             }
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES>
-__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED>
+__global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, blocks_per_sm<BM, BN, BK>())
     warptiling(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M, int N,
-               int K, int aligned) {
+               int K) {
     // ---- 1. map this block to a BM×BN tile of C, in row-major block order ----
-    warptile_block<BM, BN, BK, WM, WN, STAGES>(a, b, c, M, N, K, aligned, blockIdx.y * BM, blockIdx.x * BN);
+    warptile_block<BM, BN, BK, WM, WN, STAGES, ALIGNED>(a, b, c, M, N, K, blockIdx.y * BM, blockIdx.x * BN);
 }

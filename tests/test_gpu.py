@@ -106,7 +106,7 @@ def test_triton_pipelines_the_tile_loads_by_itself():
     assert "cp.async" in ptx[3]
 
 
-TUNING_SHAPES = [(17, 33, 5), (97, 61, 130), (1100, 300, 70), (1000, 1531, 777), (2048, 2048, 2048)]
+TUNING_SHAPES = [(17, 33, 5), (97, 61, 130), (1100, 300, 70), (1000, 1531, 777), (1000, 1100, 1028), (2048, 2048, 2048)]
 
 
 @pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
