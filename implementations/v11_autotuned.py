@@ -30,28 +30,36 @@ Under Triton's interpreter there is nothing to time: the launcher runs the first
 tests run every config on awkward shapes, so whichever one a GPU picks has been checked).
 
 What it should reach: the aim is at least 95% of cuBLAS fp32 on an H100 at 4096³ on both sides.
-Measured (H100 80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662
-ms): CUDA C 2.91 ms, 91.4% (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3, grouped; row-major order of the
-same tile: 3.07 ms, so grouping is worth 5%); Triton 3.13 ms, 85.2% (BLOCK 64×128×32, 4 warps, 4
-stages). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 91-93% of cuBLAS from 1024³ up;
-Triton 85-97%, and 104% at 1024³. Below the 95% aim on the CUDA side, and why (Nsight Compute, same
-kernel beside cuBLAS's own sm80_xmma 256×128×8 FFMA kernel): the instruction mix is now as lean as
-cuBLAS's (88% of issued instructions are FFMA in both), but the issue slots are busy 84% of cycles
-against cuBLAS's 90%. Both run 8 warps per SM (2 per scheduler); ours lose more cycles to dispatch
-stalls (0.22 per issued instruction against 0.10: an instruction ready but held back by the
-dispatcher; in an FFMA loop like this the usual cause is register-bank conflicts between operands)
-and to fixed-latency waits (0.11 against 0.01). Both depend on ptxas's register allocation and
-instruction scheduling, which cuBLAS's kernel controls at the SASS level and CUDA C does not. v10's
-two source-level changes (copy addresses computed once, fragments double-buffered) took issue from
-73% to 84%; a fourth pipeline stage did not help (v10's docstring). Three more were tried and
-dropped (docs/results/h100_v11_copy_schedule_probe.txt, interleaved rounds at 4096³, same kernel
-otherwise): issuing the next tile's copies a pass per k-step so their address arithmetic interleaves
-with the FFMAs, 77.6% against 91.3% (ptxas then keeps 255 registers live instead of 228); BK = 16 in
-dynamic shared memory, 86.8-87.4%; four or five stages, 90.9%. The next candidates are a wider search
-over lane layouts and tile shapes, and SASS-level work on register allocation. The Triton
-side is held back the same way, more so (issue 78%, dispatch 0.60 per instruction). Its search space
-is not the limit: 252 configs timed at 4096³ (`scripts/triton_config_sweep.py`,
-docs/results/h100_triton_config_sweep.txt) top out at 85.9%.
+Measured (H100 80GB HBM3, 4096³ fp32, `compare.py --rungs 1-11 --rounds 3`, same run as cuBLAS with
+TF32 off at 2.648 ms): **CUDA C 2.745 ms, 96.5%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
+the row-major candidate, v10's 128×128 tile, 3.225 ms, and grouped 3.21 ms in the probe below: at
+this size grouping is worth little for that tile); Triton 3.106 ms, 85.3%
+(BLOCK 64×128×32, 4 warps, 4 stages). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA
+95.9-97.9% of cuBLAS from 2048³ to 8192³, 104.5% at 1024³; Triton 85-89% from 2048³ up (96.5% at
+3072³), 103% at 1024³.
+
+How the CUDA side got from 91.4% to 96.5% (docs/results/h100_fp32_loop_probe.txt, every tile built
+from the old and new sources in one process, interleaved rounds): v10's block routine lost the
+branches in its k-loop body (v10's docstring; the 128×256 tile 91.2% → 92.4%), and the blocks per SM
+it is built for are now declared in `__launch_bounds__` (92.4% → 96.4%; the SASS has the same
+instructions in another order). Before, against cuBLAS's own kernel (sm80_xmma 256×128×8 FFMA, 8
+warps per SM like ours) the instruction mix was as lean (88% FFMA) but the issue slots were busy 84%
+of cycles against 90%, lost to fixed-latency waits (0.11 per issued instruction against 0.01: the
+copy prologue) and dispatch stalls (0.22 against 0.10). Now (docs/results/h100_ncu_fp32_loop.md):
+issue slots busy 86.4%, the FMA pipe 78.2% against cuBLAS's 79.8%, waits 0.03, dispatch stalls
+0.26. What is left is in ptxas's schedule, which cuBLAS's kernel controls at the SASS level.
+Tried and dropped earlier (docs/results/h100_v11_copy_schedule_probe.txt): the next tile's copies
+spread a pass per k-step by hand, 77.6% (255 registers); BK = 16 in dynamic shared memory, 87%;
+four or five stages, 90.9%.
+
+The Triton side is held back by `tl.dot`'s FMA path: in ieee fp32 it lowers to FMAs over Triton's
+default accumulator layout (there is no layout choice for the FMA path, as there is for the tensor
+core ones), and it issues more shared loads per FMA than the CUDA tile (168 M against 101 M at 4096³,
+docs/results/h100_ncu_fp32.md; issue 78%, dispatch 0.60 per instruction). Its search space is not
+the limit: 252 configs timed at 4096³ (`scripts/triton_config_sweep.py`,
+docs/results/h100_triton_config_sweep.txt) top out at 85.9%. Triton's lower-level Gluon language
+(`triton.experimental.gluon`: explicit `BlockedLayout`s and `dot_fma`) would let a kernel set that
+layout; it does not run in the interpreter, so the CPU tests could not cover it.
 """
 
 import functools

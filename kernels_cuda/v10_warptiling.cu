@@ -24,7 +24,7 @@
 // one: larger tiles hold 128 accumulators per thread, and a 16-deep step's unrolled fragment reads
 // need more than the 128 registers two blocks of 256 threads leave (it spills on sm_80). ptxas
 // schedules the loop differently once it is told: the 128×256 tile ran 4% faster with the 1 spelled
-// out than left implicit, v11's 128×128 tile of 64×64 warps 8% faster with the 2 (H100,
+// out than left implicit, v11's 128×128 tile of 64×64 warps 9% faster with the 2 (H100,
 // scripts/fp32_loop_probe.py).
 template <int BM, int BN, int BK>
 constexpr int blocks_per_sm() {
