@@ -72,7 +72,7 @@ from ._triton import check_blocks, warps_for
 
 BK, STAGES = 8, 3  # CUDA: K step and pipeline depth
 BLOCK_K, NUM_STAGES = 32, 3  # Triton
-KERNELS = CudaSource(__name__, [f"warptiling<128,128,{BK},32,64,{STAGES},{aligned}>" for aligned in ("true", "false")])
+KERNELS = CudaSource(__name__, [f"warptiling<128,128,{BK},32,64,{STAGES},{cpp_bool(a)}>" for a in (True, False)])
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
