@@ -91,6 +91,10 @@ class Tile(NamedTuple):
     def threads(self) -> int:
         return (self.BM // self.WM) * (self.BN // self.WN) * 32
 
+    def grid(self, M: int, N: int) -> tuple[int]:
+        """A 1-D grid of one block per tile of C (the kernel maps blockIdx.x to a tile in grouped order)."""
+        return (triton.cdiv(M, self.BM) * triton.cdiv(N, self.BN),)
+
     def kernel(self, aligned: bool) -> str:
         """The instantiation for operands whose rows are 16-byte aligned, or not."""
         return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)}>"
@@ -124,9 +128,8 @@ def launch_candidate(a, b, c, tile: Tile):
     """One CUDA candidate, bound to these operands (the search times these; the tests check each)."""
     M, K = a.shape
     N = b.shape[1]
-    grid = (triton.cdiv(M, tile.BM) * triton.cdiv(N, tile.BN),)
     args = (a, b, c, np.int32(M), np.int32(N), np.int32(K))
-    return bind(KERNELS, tile.kernel(rows_aligned(a, b, c)), grid, (tile.threads,), args)
+    return bind(KERNELS, tile.kernel(rows_aligned(a, b, c)), tile.grid(M, N), (tile.threads,), args)
 
 
 def search_fastest(runs: dict) -> tuple[object, dict, float]:

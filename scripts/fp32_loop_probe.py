@@ -42,7 +42,7 @@ def source_run(directory: Path, a, b, c, tile: v11.Tile):
     kernel = module.get_function(name)
     M, K = a.shape
     N = b.shape[1]
-    grid = (triton.cdiv(M, tile.BM) * triton.cdiv(N, tile.BN),)
+    grid = tile.grid(M, N)
     flag = () if templated else (aligned,)
     args = tuple(_kernel_arg(x) for x in (a, b, c, np.int32(M), np.int32(N), np.int32(K), *flag))
 
