@@ -63,17 +63,24 @@ layout; it does not run in the interpreter, so the CPU tests could not cover it.
 """
 
 import functools
+import re
+import subprocess
+import tempfile
 import time
+from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
 import torch
 import triton
 import triton.language as tl
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.runtime.interpreter import InterpretedFunction
 from triton.testing import do_bench
 
-from ._cuda import CudaSource, bind, check_grid, cpp_bool, rows_aligned
+from ._cuda import (_FRAME, _SMEM, _USED, CudaSource, PtxasReport, bind, check_grid, cpp_bool, rows_aligned)
 from ._registry import TunedRun, Variant
 from .v10_warptiling import block_tile
 
@@ -119,6 +126,7 @@ CUDA_CANDIDATES = (
 KERNELS = CudaSource(__name__, [t.kernel(aligned) for t in CUDA_CANDIDATES for aligned in (True, False)])
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
 _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
+_triton_choices: dict[tuple, tuple] = {}  # (winner: "tl" or a Gluon Tile, times, seconds, tl's config)
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -182,14 +190,18 @@ TRITON_CONFIGS = (
 )
 
 
-@triton.jit
-def grouped_tile(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
+def _grouped_tile(tile, grid_m, grid_n, GROUP_M: tl.constexpr):
     """Tile number -> (tile row, tile column): GROUP_M tile rows at a time, column by column."""
     per_group = GROUP_M * grid_n
     first_row = (tile // per_group) * GROUP_M
     rows = min(grid_m - first_row, GROUP_M)  # the last group may be shorter
     in_group = tile % per_group
     return first_row + in_group % rows, in_group // rows
+
+
+grouped_tile = triton.jit(_grouped_tile)
+gluon_grouped_tile = gluon.jit(_grouped_tile)  # the same function for the Gluon kernel below (the interpreter's
+# form of a Triton function cannot be called from Gluon)
 
 
 @triton.jit
@@ -232,6 +244,7 @@ def describe(config: triton.Config) -> str:
 
 
 def autotuned_triton(a, b, c):
+    """`triton.autotune` over TRITON_CONFIGS; on a GPU, its winner then races the Gluon candidates (below)."""
     M, K = a.shape
     N = b.shape[1]
     check_grid((triton.cdiv(M, 64) * triton.cdiv(N, 64),))  # the smallest tile makes the largest grid
@@ -239,13 +252,197 @@ def autotuned_triton(a, b, c):
         first = TRITON_CONFIGS[0]
         note = f"{describe(first)} (interpreter: first config, untimed)"
         return TunedRun(launch_config(a, b, c, first), lambda: note, lambda: block_of(first))
-    launch = functools.partial(
+    tuned = functools.partial(
         tuned_kernel[_grid(M, N)],
         a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
     )
-    return TunedRun(launch, lambda: f"{describe(tuned_kernel.best_config)} (fastest of {len(TRITON_CONFIGS)})",
-                    lambda: block_of(tuned_kernel.best_config))
+    runs = {"tl": tuned} | {tile: launch_gluon(a, b, c, tile) for tile in GLUON_CANDIDATES}
+    key = (torch.cuda.get_device_name(a.device), *a.shape, b.shape[1], a.stride(0), b.stride(0), c.stride(0))
 
+    def launch():
+        if key not in _triton_choices:
+            tuned()  # the autotuner's own search, before the race: its winner runs as "tl"
+            runs["tl"] = launch_config(a, b, c, tuned_kernel.best_config)
+            _triton_choices[key] = (*search_fastest(runs), tuned_kernel.best_config)
+        return runs[_triton_choices[key][0]]()
+
+    def chosen() -> str:
+        best, times, seconds, config = _triton_choices[key]
+        tl_note = f"tl.dot {describe(config)} {times['tl']:.3f} ms (fastest of {len(TRITON_CONFIGS)})"
+        gluon = best if best != "tl" else min(GLUON_CANDIDATES, key=times.get)
+        gluon_note = f"Gluon {gluon} {times[gluon]:.3f} ms"
+        ranked = (tl_note, gluon_note) if best == "tl" else (gluon_note, tl_note)
+        return f"{ranked[0]}; runner-up {ranked[1]} ({seconds:.1f} s)"
+
+    def tile() -> tuple[int, int]:
+        best, *_, config = _triton_choices[key]
+        return block_of(config) if best == "tl" else (best.BM, best.BN)
+
+    return TunedRun(launch, chosen, tile)
+
+
+# ---- Triton one level down: Gluon, the layouts and the pipeline written out -------------------------
+
+# Triton 3.6 names these async_copy_global_to_shared and thread_barrier; later versions async_load and barrier.
+copy_to_shared = getattr(async_copy, "async_load", None) or async_copy.async_copy_global_to_shared
+block_barrier = getattr(gl, "barrier", None) or gl.thread_barrier
+
+GLUON_CANDIDATES = (
+    Tile(128, 256, 8, 64, 64, 2, 8),  # as the best CUDA tile: 8 warps, 16×8 accumulators per lane
+    Tile(128, 256, 8, 64, 64, 4, 8),
+    Tile(128, 128, 8, 32, 64, 4, 8),  # v10's tile: 8 warps of 8×8; more blocks for mid-size shapes
+    Tile(64, 128, 8, 32, 64, 4, 8),
+)
+
+GLUON_KNOBS = {"A_K_LANES": 4}
+
+
+@gluon.jit
+def copy_tile(a_smem, b_smem, stage, k0, a_ptrs, b_ptrs, a_ks, a_rows, b_ks, b_cols, M, N, K, stride_ak, stride_bk,
+              EVEN: gl.constexpr):
+    """Start the cp.async copies of the A tile (transposed: [k, m]) and the B tile at k0 into `stage`;
+    zeros past the edges. EVEN: the tiles divide M, N and K, so a tile lies wholly inside or past K."""
+    if EVEN:  # no row or column edge: fewer registers
+        copy_to_shared(a_smem.index(stage), a_ptrs + k0 * stride_ak, mask=a_ks[:, None] < K - k0)
+        copy_to_shared(b_smem.index(stage), b_ptrs + k0 * stride_bk, mask=b_ks[:, None] < K - k0)
+    else:
+        copy_to_shared(a_smem.index(stage), a_ptrs + k0 * stride_ak,
+                       mask=(a_ks[:, None] < K - k0) & (a_rows[None, :] < M))
+        copy_to_shared(b_smem.index(stage), b_ptrs + k0 * stride_bk,
+                       mask=(b_ks[:, None] < K - k0) & (b_cols[None, :] < N))
+    async_copy.commit_group()
+
+
+@gluon.jit
+def load_frags(a_smem, b_smem, stage, k, a_frag: gl.constexpr, acc_layout: gl.constexpr):
+    """Row k of the A^T and B tiles in `stage`, as a lane needs them: its rows of A (BLOCK_M×1) and its
+    columns of B (1×BLOCK_N) in acc_layout, read as float4s."""
+    a = gl.permute(a_smem.index(stage).slice(k, 1).load(a_frag), (1, 0))
+    b = b_smem.index(stage).slice(k, 1).load(acc_layout)
+    return a, b
+
+
+@gluon.jit
+def multiply_tile(acc, a, b, a_smem, b_smem, a_other, b_other, t, copies, EVEN: gl.constexpr, BLOCK_K: gl.constexpr,
+                  STAGES: gl.constexpr, a_frag: gl.constexpr, acc_layout: gl.constexpr):
+    """Tile t's BLOCK_K steps, its stages in a_smem/b_smem and tile t+1's in a_other/b_other; a and b are
+    its first fragments. Returns the accumulators and tile t+1's first fragments."""
+    HALF: gl.constexpr = STAGES // 2
+    for k in gl.static_range(BLOCK_K):
+        # fragments are double-buffered: the reads for step k+1 are issued before the FMAs of step k
+        if k == BLOCK_K - 1:
+            async_copy.wait_group(STAGES - 2)  # this thread's copies of tile t+1 have landed
+            block_barrier()  # everyone's have, and everyone has read its last fragments of tile t
+            a_next, b_next = load_frags(a_other, b_other, (t + 1) // 2 % HALF, 0, a_frag, acc_layout)
+        else:
+            a_next, b_next = load_frags(a_smem, b_smem, t // 2 % HALF, k + 1, a_frag, acc_layout)
+        if k == 0:  # into the stage of tile t-1 (the other parity), free since the barrier before this tile's last step
+            nxt = t + STAGES - 1
+            copy_tile(a_other, b_other, nxt // 2 % HALF, nxt * BLOCK_K, *copies, EVEN)
+        # ---- 5. multiply: the outer product of a lane's A rows and B columns, from registers ----
+        acc = gl.fma(a, b, acc)
+        a, b = a_next, b_next
+    return acc, a, b
+
+
+@gluon.jit
+def gluon_warptile_kernel(
+    a_ptr, b_ptr, c_ptr, M, N, K,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, WARP_M: gl.constexpr,
+    WARP_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, EVEN: gl.constexpr, A_K_LANES: gl.constexpr,
+):
+    # ---- 1. map this program to a tile of C, GROUP_M block rows at a time, column by column ----
+    pid_m, pid_n = gluon_grouped_tile(gl.program_id(0), gl.cdiv(M, BLOCK_M), gl.cdiv(N, BLOCK_N), GROUP_M)
+
+    # ---- 2. map: the warp and lane tiling, as layouts. Lane (r, c) of a warp's 4×8 grid holds a 4×4
+    # block of C; the pattern repeats over the tile, so a lane holds (WARP_M/4)×(WARP_N/8) accumulators
+    # (16×8 for 64×64 warps), as in the CUDA tile. ----
+    WARPS: gl.constexpr = (BLOCK_M // WARP_M) * (BLOCK_N // WARP_N)
+    acc_layout: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [BLOCK_M // WARP_M, BLOCK_N // WARP_N], [1, 0])
+    # a row of the A^T tile is read in acc_layout's transpose: each lane gets the A values of its rows
+    a_frag: gl.constexpr = gl.BlockedLayout([4, 4], [8, 4], [BLOCK_N // WARP_N, BLOCK_M // WARP_M], [0, 1])
+    # the copies: A transposed as it lands (a warp reads 4 rows × 8 k: whole 32-byte sectors), B 16 bytes
+    # per lane
+    a_copy: gl.constexpr = gl.BlockedLayout([1, 1], [A_K_LANES, 32 // A_K_LANES], [1, WARPS], [0, 1])
+    B_LANES: gl.constexpr = min(32, BLOCK_N // 4)
+    b_copy: gl.constexpr = gl.BlockedLayout([1, 4], [32 // B_LANES, B_LANES], [WARPS, 1], [1, 0])
+    # Two allocations, for even and odd tiles, each of STAGES/2 stages: Triton's barrier analysis cannot
+    # tell stage kt % STAGES from stage (kt-1) % STAGES of one allocation, and put two more barriers per tile
+    # around the copies. Tiles of one parity are only copied while the other's are read.
+    plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
+    HALF: gl.constexpr = STAGES // 2
+    a_even = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], plain)
+    b_even = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_N], plain)
+    a_odd = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], plain)
+    b_odd = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_N], plain)
+
+    a_ks = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(1, a_copy))
+    a_rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(0, a_copy))
+    b_ks = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(1, b_copy))
+    b_cols = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, b_copy))
+    a_ptrs = a_ptr + a_ks[:, None] * stride_ak + a_rows[None, :] * stride_am
+    b_ptrs = b_ptr + b_ks[:, None] * stride_bk + b_cols[None, :] * stride_bn
+    copies = (a_ptrs, b_ptrs, a_ks, a_rows, b_ks, b_cols, M, N, K, stride_ak, stride_bk)
+
+    # ---- 3. prologue: start copying the first STAGES - 1 tiles, wait for the first, read its first fragments ----
+    for t in gl.static_range(STAGES - 1):
+        if t % 2 == 0:
+            copy_tile(a_even, b_even, t // 2, t * BLOCK_K, *copies, EVEN)
+        else:
+            copy_tile(a_odd, b_odd, t // 2, t * BLOCK_K, *copies, EVEN)
+    async_copy.wait_group(STAGES - 2)
+    block_barrier()
+    a, b = load_frags(a_even, b_even, 0, 0, a_frag, acc_layout)
+
+    # ---- 4. march along K, two tiles per trip (an even one, then an odd one; past K they are zeros):
+    # per tile, start tile t+STAGES-1; before its last step, wait for tile t+1 ----
+    acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, acc_layout)
+    for t in range(0, gl.cdiv(K, BLOCK_K), 2):
+        acc, a, b = multiply_tile(acc, a, b, a_even, b_even, a_odd, b_odd, t, copies, EVEN, BLOCK_K, STAGES, a_frag,
+                                  acc_layout)
+        acc, a, b = multiply_tile(acc, a, b, a_odd, b_odd, a_even, b_even, t + 1, copies, EVEN, BLOCK_K, STAGES, a_frag,
+                                  acc_layout)
+
+    # ---- 6. write back, a float4 per lane and row ----
+    c_rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))
+    c_cols = pid_n * BLOCK_N + gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, acc_layout))
+    gl.store(c_ptr + c_rows[:, None] * stride_cm + c_cols[None, :] * stride_cn, acc,
+             mask=(c_rows[:, None] < M) & (c_cols[None, :] < N))
+
+
+def launch_gluon(a, b, c, tile: Tile, **knobs):
+    """One Gluon candidate, bound to these operands (GPU only: Gluon has no interpreter)."""
+    M, K = a.shape
+    N = b.shape[1]
+    return functools.partial(
+        gluon_warptile_kernel[tile.grid(M, N)],
+        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        BLOCK_M=tile.BM, BLOCK_N=tile.BN, BLOCK_K=tile.BK, WARP_M=tile.WM, WARP_N=tile.WN, STAGES=tile.STAGES,
+        GROUP_M=tile.GROUP_M, EVEN=M % tile.BM == 0 and N % tile.BN == 0 and K % tile.BK == 0,
+        num_warps=tile.threads // 32, **(GLUON_KNOBS | knobs),
+    )
+
+
+
+def compile_gluon(tile: Tile, capability: tuple[int, int], even: bool = False, **knobs):
+    """The Gluon candidate compiled ahead of time for a GPU that need not be here (sm_80: (8, 0)), as
+    launched on 16-byte-aligned row-major operands (Triton specializes the unit strides and the
+    divisibility of the rest by 16)."""
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    names = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+             "stride_cm", "stride_cn")
+    unit = {"stride_ak", "stride_bn", "stride_cn"}
+    signature = {n: "*fp32" if n.endswith("_ptr") else "constexpr" if n in unit else "i32" for n in names}
+    constants = {n: 1 for n in unit} | {"EVEN": even} | GLUON_KNOBS | knobs | dict(zip(
+        ("BLOCK_M", "BLOCK_N", "BLOCK_K", "WARP_M", "WARP_N", "STAGES", "GROUP_M"), tile, strict=True))
+    signature |= {n: "constexpr" for n in constants if n not in unit}
+    divisible = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n not in unit}
+    source = GluonASTSource(gluon_warptile_kernel, signature, constants, divisible)
+    target = GPUTarget("cuda", capability[0] * 10 + capability[1], 32)
+    return triton.compile(source, target=target, options={"num_warps": tile.threads // 32})
 
 VARIANT = Variant(
     __name__,
@@ -256,3 +453,26 @@ VARIANT = Variant(
     cuda_source=KERNELS,
     min_cc=(8, 0),  # cp.async
 )
+
+
+def gluon_report(tile: Tile, arch: str, even: bool) -> PtxasReport:
+    """ptxas's report on a Gluon candidate's PTX (registers, spills), as `compile_report` gives for a .cu;
+    the ptxas Triton ships and compiled it with (its PTX may be newer than nvcc's ptxas reads)."""
+    from triton.backends.nvidia.compiler import get_ptxas
+
+    capability = (int(arch[3]), int(arch[4:]))
+    start = time.perf_counter()
+    ptx = compile_gluon(tile, capability, even).asm["ptx"]
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "gluon.ptx"
+        source.write_text(ptx)
+        ptxas = get_ptxas(capability[0] * 10 + capability[1]).path
+        target = re.search(r"^\.target (\w+)", ptx, re.MULTILINE).group(1)  # sm_90a for sm_90: Triton's choice
+        proc = subprocess.run([ptxas, f"-arch={target}", "-v", str(source), "-o", str(Path(tmp) / "gluon.cubin")],
+                              capture_output=True, text=True, check=True)
+    report = proc.stdout + proc.stderr
+    frame, used, smem = _FRAME.search(report), _USED.search(report), _SMEM.search(report)
+    return PtxasReport(kernel=f"gluon {tile} EVEN={even}", arch=arch, registers=int(used.group(1)),
+                       smem_bytes=int(smem.group(1)) if smem else 0, stack_bytes=int(frame.group(1)),
+                       spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)),
+                       compile_s=time.perf_counter() - start)

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# v10/v11's branch-free k-loop on a GPU in one call: their GPU tests (PYTEST=0 leaves them out), the
-# interleaved probe of $TILES from the working tree and from each of $SOURCES (label=dir;...; see
-# scripts/fp32_loop_probe.py) against cuBLAS, compare.py's fp32 rows of $RUNGS (default 10,11; COMPARE=0
+# v10/v11's fp32 kernels on a GPU in one call: their GPU tests (PYTEST=0 leaves them out, PYTEST_K picks
+# others), the interleaved probe of $TILES from the working tree and from each of $SOURCES (label=dir;...;
+# see scripts/fp32_loop_probe.py), of the Gluon tiles $GLUON (each with each of $GLUON_KNOBS) and, with
+# TRITON=1, v11's Triton launch against cuBLAS, with SANITIZE=1 compute-sanitizer's memcheck over the
+# Gluon tiles on a ragged and an even shape, compare.py's fp32 rows of $RUNGS (default 10,11; COMPARE=0
 # leaves them out) at 4096³ and, with $SWEEP (sizes), of rungs 10-11 over those sizes to CSV, Nsight
 # Compute's stall reasons for v10 and v11 CUDA C beside cuBLAS (NCU=0), and, with NCU_SOURCE=1, the
 # stall samples per SASS instruction of the first tile of $TILES from the working tree. One tarball,
@@ -15,14 +17,20 @@ mkdir -p "$LOG"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv >"$LOG/gpu.txt" 2>&1
 if [ "${PYTEST:-1}" = 1 ]; then
     timeout 300 python -m pytest -q -ra tests/test_gpu.py \
-        -k "v10_warptiling-cuda or v11_autotuned-cuda or cuda_autotune or float4_path or autotuned_rungs" \
+        -k "${PYTEST_K:-v10_warptiling-cuda or v11_autotuned-cuda or cuda_autotune or float4_path or autotuned_rungs}" \
         >"$LOG/pytest.log" 2>&1
     echo "pytest rc=$?" >>"$LOG/pytest.log"
 fi
 TILES=${TILES:-128,256,8,64,64,3,16;128,128,8,32,64,3,8}
-timeout 240 python scripts/fp32_loop_probe.py --sources "${SOURCES:-}" --tiles "$TILES" \
-    --sizes "${SIZES:-4096,1000x1100x1028}" --rounds "${ROUNDS:-3}" >"$LOG/probe.log" 2>&1
+timeout 300 python scripts/fp32_loop_probe.py --sources "${SOURCES:-}" --tiles "$TILES" --gluon "${GLUON:-}" \
+    --gluon-knobs "${GLUON_KNOBS:-}" ${TRITON:+--triton} --sizes "${SIZES:-4096,1000x1100x1028}" \
+    --rounds "${ROUNDS:-3}" >"$LOG/probe.log" 2>&1
 echo "probe rc=$?" >>"$LOG/probe.log"
+if [ "${SANITIZE:-0}" = 1 ]; then
+    timeout 300 compute-sanitizer --tool memcheck python scripts/fp32_loop_probe.py --tiles "" --gluon "$GLUON" \
+        --sizes 1000x1100x1028,512x768x264 --rounds 0 >"$LOG/memcheck.log" 2>&1
+    echo "memcheck rc=$?" >>"$LOG/memcheck.log"
+fi
 if [ "${COMPARE:-1}" = 1 ]; then
     timeout 300 python compare.py --rungs "${RUNGS:-10,11}" --sizes 4096 --rounds 3 --json "$LOG/fp32.json" \
         --markdown "$LOG/fp32.md" >"$LOG/fp32.log" 2>&1

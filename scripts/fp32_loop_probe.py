@@ -1,29 +1,31 @@
-"""v11 CUDA C tiles from the working tree beside the same tiles built from other copies of the sources,
-and cuBLAS (GPU only).
+"""v11's fp32 tiles against cuBLAS (GPU only): CUDA C tiles from the working tree beside the same tiles
+built from other copies of the sources, Gluon tiles, and the Triton autotuned launch.
 
     git archive <rev> kernels_cuda | tar -x -C build/baseline
     python scripts/fp32_loop_probe.py [--sources base=build/baseline/kernels_cuda;...] [--sizes 4096,1000x1100x1028]
                                       [--rounds 3] [--tiles "128,256,8,64,64,3,16;128,128,8,32,64,3,8"]
+                                      [--gluon "128,256,16,64,64,4,8;..."] [--triton]
 
-fp32 with TF32 off. For each size (n for n³, or MxNxK), in --rounds interleaved rounds: cuBLAS, each
-tile (BM,BN,BK,WM,WN,STAGES,GROUP_M) from the working tree's v11 and from each --sources directory (a
-kernels_cuda/ of another revision or an experiment; kernels without the ALIGNED template parameter
-take the `aligned` flag as a trailing int argument, as before it). Times are do_bench medians (L2
-flushed between calls), printed per round and as the median over rounds as % of cuBLAS in the same
-round, with each kernel's registers and normwise error against a float64 reference.
+fp32 with TF32 off. For each size (n for n³, or MxNxK), in --rounds interleaved rounds (scripts/_probe.py):
+cuBLAS, each CUDA tile (BM,BN,BK,WM,WN,STAGES,GROUP_M) from the working tree's v11 and from each --sources
+directory (a kernels_cuda/ of another revision or an experiment; kernels without the ALIGNED template
+parameter take the `aligned` flag as a trailing int argument, as before it), each --gluon tile (v11's
+Gluon kernel, which need not be among its candidates; with --gluon-knobs, once per set of its other
+constexpr parameters), and with --triton v11's `triton.autotune` launch
+(its search runs at the first call). Each line gives the normwise error against a float64 reference
+and the kernel's registers.
 """
 
 import argparse
-import statistics
 from pathlib import Path
 
 import numpy as np
 import torch
 import triton
-from triton.testing import do_bench
+from _probe import check_then_time, parse_size
 
 from implementations import v11_autotuned as v11
-from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations._check import PRECISIONS, make_inputs, reference
 from implementations._cuda import COMPILE_OPTIONS, _cupy_stream, _kernel_arg, cpp_bool, cupy, rows_aligned
 from implementations._env import set_fp32_matmul
 
@@ -54,7 +56,16 @@ def source_run(directory: Path, a, b, c, tile: v11.Tile):
     return run
 
 
-def probe(shape, rounds: int, tiles: list[v11.Tile], sources: dict[str, Path]) -> None:
+def resources(label: str, kernel) -> str:
+    if hasattr(kernel, "num_regs"):  # CuPy
+        return f"regs {kernel.num_regs:3d} local {kernel.local_size_bytes} B"
+    if hasattr(kernel, "n_regs"):  # Triton
+        return f"regs {kernel.n_regs:3d} spills {kernel.n_spills} smem {kernel.metadata.shared} B"
+    return ""
+
+
+def probe(shape, rounds: int, tiles: list[v11.Tile], sources: dict[str, Path], gluon: list[v11.Tile],
+          gluon_knobs: list[dict], triton_autotuned: bool) -> None:
     precision = PRECISIONS["fp32"]
     M, N, K = shape
     a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
@@ -66,22 +77,20 @@ def probe(shape, rounds: int, tiles: list[v11.Tile], sources: dict[str, Path]) -
         runs[f"{label} tree"] = v11.launch_candidate(a, b, c, tile)
         for name, directory in sources.items():
             runs[f"{label} {name}"] = source_run(directory, a, b, c, tile)
+    for tile in gluon:
+        for knobs in gluon_knobs:
+            label = " ".join(f"{k}={v}" for k, v in knobs.items())
+            runs[f"{'-'.join(map(str, tile))} gluon {label}".strip()] = v11.launch_gluon(a, b, c, tile, **knobs)
+    if triton_autotuned:
+        runs["triton autotuned"] = v11.autotuned_triton(a, b, c)
     print(f"{M}x{N}x{K} fp32, rows aligned: {bool(rows_aligned(a, b, c))}", flush=True)
-    for label, run in runs.items():
-        poison(c)
-        kernel = run()
-        regs = f"regs {kernel.num_regs:3d} local {kernel.local_size_bytes} B" if hasattr(kernel, "num_regs") else ""
-        print(f"  {label:32} err {compare(c, ref, precision.bound(K)).error:.2e} {regs}", flush=True)
-    ratios = {label: [] for label in runs if label != "cuBLAS"}
-    for r in range(rounds):
-        order = list(runs.items()) if r % 2 == 0 else list(reversed(runs.items()))
-        ms = {label: do_bench(run, warmup=25, rep=200) for label, run in order}
-        for label in ratios:
-            ratios[label].append(ms["cuBLAS"] / ms[label])
-        print(f"  round {r}: " + ", ".join(f"{label} {ms[label]:.4f} ms" for label in runs), flush=True)
-    for label, values in ratios.items() if rounds else ():
-        print(f"  {label:32} {statistics.median(values):7.1%} of cuBLAS (median of {rounds}; "
-              f"{min(values):.1%}-{max(values):.1%})", flush=True)
+    check_then_time(runs, c, ref, precision.bound(K), rounds, resources)
+    if triton_autotuned:
+        print(f"  triton autotuned chose: {runs['triton autotuned'].chosen()}", flush=True)
+
+
+def tile_list(spec: str) -> list[v11.Tile]:
+    return [v11.Tile(*map(int, item.split(","))) for item in spec.split(";") if item]
 
 
 def main():
@@ -89,17 +98,22 @@ def main():
     parser.add_argument("--sources", default="", help="label=DIR;...: kernels_cuda/ directories to compare with")
     parser.add_argument("--sizes", default="4096")
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--tiles", default=DEFAULT_TILES, help="BM,BN,BK,WM,WN,STAGES,GROUP_M;...")
+    parser.add_argument("--tiles", default=DEFAULT_TILES, help="CUDA C: BM,BN,BK,WM,WN,STAGES,GROUP_M;...")
+    parser.add_argument("--gluon", default="", help="Gluon: BM,BN,BK,WM,WN,STAGES,GROUP_M;...")
+    parser.add_argument("--gluon-knobs", default="", help="KEY=V,KEY=V;...: each --gluon tile with each set "
+                        "of the Gluon kernel's other constexprs (v11.GLUON_KNOBS: the defaults)")
+    parser.add_argument("--triton", action="store_true", help="v11's triton.autotune launch as well")
     args = parser.parse_args()
-    tiles = [v11.Tile(*map(int, item.split(","))) for item in args.tiles.split(";")]
+    tiles = tile_list(args.tiles)
     sources = {label: Path(d) for label, d in (item.split("=") for item in args.sources.split(";") if item)}
     unknown = [str(t) for t in tiles if t not in v11.CUDA_CANDIDATES]
     if unknown:
         parser.error(f"not among v11's CUDA candidates: {'; '.join(unknown)}")
+    knobs = [{k: int(v) for k, v in (kv.split("=") for kv in item.split(","))} for item in args.gluon_knobs.split(";")
+             if item] or [{}]
     print(torch.cuda.get_device_name(), "triton", triton.__version__, set_fp32_matmul(tf32=False), flush=True)
     for size in args.sizes.split(","):
-        shape = tuple(map(int, size.split("x"))) if "x" in size else (int(size),) * 3
-        probe(shape, args.rounds, tiles, sources)
+        probe(parse_size(size), args.rounds, tiles, sources, tile_list(args.gluon), knobs, args.triton)
 
 
 if __name__ == "__main__":

@@ -11,14 +11,13 @@ with STREAM_K, how the schedule deals the product out.
 """
 
 import argparse
-import statistics
 
 import torch
 import triton
-from triton.testing import do_bench
+from _probe import check_then_time, parse_size
 
 from implementations import v15_warp_specialized as v15
-from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations._check import PRECISIONS, make_inputs, reference
 from implementations._cuda import CudaSource
 
 DEFAULT_TILES = "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"
@@ -46,19 +45,7 @@ def probe(shape: tuple[int, int, int], dtype: str, rounds: int, tiles: dict[str,
         clusters = v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, v15.shared_bytes(tile))
         how = f"; {schedule(M, N, K, tile, clusters)}" if tile.STREAM_K else ""
         print(f"{M}x{N}x{K} {dtype}, {label} ({tile}): {clusters} clusters of {tile.CLUSTER_M} fit{how}", flush=True)
-    for label, run in runs.items():
-        poison(c)
-        run()
-        print(f"  {label:17} err {compare(c, ref, precision.bound(K)).error:.2e}", flush=True)
-    ratios = {label: [] for label in runs if label != "cuBLAS"}
-    for r in range(rounds):
-        ms = {label: do_bench(run, warmup=25, rep=200) for label, run in runs.items()}
-        for label in ratios:
-            ratios[label].append(ms["cuBLAS"] / ms[label])
-        print(f"  round {r}: " + ", ".join(f"{label} {t:.4f} ms" for label, t in ms.items()), flush=True)
-    for label, values in ratios.items() if rounds else ():
-        print(f"  {label:17} {statistics.median(values):7.1%} of cuBLAS (median of {rounds}; "
-              f"{min(values):.1%}-{max(values):.1%})", flush=True)
+    check_then_time(runs, c, ref, precision.bound(K), rounds)
 
 
 def main():
@@ -75,9 +62,8 @@ def main():
         v15.KERNELS = CudaSource(v15.__name__, [*v15.KERNELS.kernels, *extra], arch=v15.KERNELS.arch)
     print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
     for size in args.sizes.split(","):
-        shape = tuple(map(int, size.split("x"))) if "x" in size else (int(size),) * 3
         for dtype in args.dtypes.split(","):
-            probe(shape, dtype, args.rounds, tiles)
+            probe(parse_size(size), dtype, args.rounds, tiles)
 
 
 if __name__ == "__main__":

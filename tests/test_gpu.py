@@ -134,6 +134,19 @@ def test_every_triton_autotune_config_is_correct(shape):
         assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
 
 
+
+@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
+def test_every_gluon_candidate_is_correct(shape):
+    """The Gluon kernel, which no interpreter runs: each candidate on the GPU, ragged and unaligned rows too."""
+    from implementations import v11_autotuned as v11
+
+    for tile in v11.GLUON_CANDIDATES:
+        result = _bench.measure(
+            rung="v11", name="autotuned", config=f"gluon {tile}", impl="triton", precision=PRECISIONS["fp32"],
+            shape=shape, device=torch.device("cuda"), seed=7,
+            prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v11.launch_gluon(a, b, c, tile)))
+        assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
+
 # The Hopper rungs whose search may pick any candidate on some GPU, with each dtype they claim.
 SEARCHED = [("v15_warp_specialized", "bf16"), ("v15_warp_specialized", "fp16"), ("v16_wgmma_tf32", "tf32")]
 
@@ -214,8 +227,10 @@ def test_autotuned_rungs_report_their_choice():
     v11 = select("autotuned")[0]
     for lang in ("cuda", "triton"):
         result = checked_run(v11, lang, (512, 384, 256), "cuda")
-        assert result.status == _bench.STATUS_OK and result.note.startswith("autotuned: BLOCK_M=" if lang == "triton"
-                                                                             else "autotuned: BM="), result.note
+        expected = ("autotuned: tl.dot BLOCK_M=", "autotuned: Gluon BM=") if lang == "triton" else ("autotuned: BM=",)
+        assert result.status == _bench.STATUS_OK and result.note.startswith(expected), result.note
+        if lang == "triton":  # the race: tl.dot's autotuned winner against the Gluon candidates
+            assert "runner-up" in result.note, result.note
 
 
 def test_cuda_float4_path_and_scalar_path_agree_with_an_offset_operand():
