@@ -25,18 +25,23 @@ CUDA C and Triton side by side:
 | search and cache    | `search_fastest`: do_bench each candidate,    | `@triton.autotune(key=["M", "N", "K"])`:    |
 |                     | keep the fastest per (device, M, N, K)        | the same, built in                          |
 | report              | `TunedRun.chosen()`                           | the autotuner's `best_config`               |
+| warp/lane tiling    | `warptile_block`'s index arithmetic           | Gluon: `acc_layout`, a `BlockedLayout`      |
+| cp.async pipeline   | `cp_async4/16`, commit, wait, `__syncthreads` | Gluon: `async_copy`, `commit_group`,        |
+|                     |                                               | `wait_group`, a barrier                     |
 
 Under Triton's interpreter there is nothing to time: the launcher runs the first config (the CPU
-tests run every config on awkward shapes, so whichever one a GPU picks has been checked).
+tests run every config on awkward shapes, so whichever one a GPU picks has been checked). On a GPU the
+autotuner's winner then races the Gluon kernel's tiles (below), and the faster one runs.
 
 What it should reach: the aim is at least 95% of cuBLAS fp32 on an H100 at 4096³ on both sides.
 Measured (H100 80GB HBM3, 4096³ fp32, `compare.py --rungs 1-11 --rounds 3`, same run as cuBLAS with
-TF32 off at 2.648 ms): **CUDA C 2.745 ms, 96.5%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
-the row-major candidate, v10's 128×128 tile, 3.225 ms, and grouped 3.21 ms in the probe below: at
-this size grouping is worth little for that tile); Triton 3.106 ms, 85.3%
-(BLOCK 64×128×32, 4 warps, 4 stages). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA
-95.9-97.9% of cuBLAS from 2048³ to 8192³, 104.5% at 1024³; Triton 85-89% from 2048³ up (96.5% at
-3072³), 103% at 1024³.
+TF32 off at 2.650 ms): **CUDA C 2.739 ms, 96.7%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
+the row-major candidate, v10's 128×128 tile, 3.201 ms, and grouped 3.21 ms in the probe below: at
+this size grouping is worth little for that tile); **Triton 2.939 ms, 90.2%**, the Gluon kernel's
+128×256×8 tile with two stages (`tl.dot`'s best, BLOCK 64×64×32 with 4 warps and 4 stages: 3.106 ms,
+85.3%). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 95.8-98.0% of cuBLAS from 2048³
+to 8192³, 104% at 1024³; Triton 89-91% from 2048³ up (Gluon; 96% at 3072³, where `tl.dot`'s 64×64
+tile wins), 105% at 1024³.
 
 How the CUDA side got from 91.4% to 96.5% (docs/results/h100_fp32_loop_probe.txt, every tile built
 from the old and new sources in one process, interleaved rounds): v10's block routine lost the
@@ -52,14 +57,35 @@ Tried and dropped earlier (docs/results/h100_v11_copy_schedule_probe.txt): the n
 spread a pass per k-step by hand, 77.6% (255 registers); BK = 16 in dynamic shared memory, 87%;
 four or five stages, 90.9%.
 
-The Triton side is held back by `tl.dot`'s FMA path: in ieee fp32 it lowers to FMAs over Triton's
-default accumulator layout (there is no layout choice for the FMA path, as there is for the tensor
-core ones), and it issues more shared loads per FMA than the CUDA tile (168 M against 101 M at 4096³,
-docs/results/h100_ncu_fp32.md; issue 78%, dispatch 0.60 per instruction). Its search space is not
-the limit: 252 configs timed at 4096³ (`scripts/triton_config_sweep.py`,
-docs/results/h100_triton_config_sweep.txt) top out at 85.9%. Triton's lower-level Gluon language
-(`triton.experimental.gluon`: explicit `BlockedLayout`s and `dot_fma`) would let a kernel set that
-layout; it does not run in the interpreter, so the CPU tests could not cover it.
+The Triton side, `tl.dot`, is held back by its FMA path: in ieee fp32 it lowers to FMAs over
+Triton's default accumulator layout (there is no layout choice for the FMA path, as there is for the
+tensor core ones), and it issues more shared loads per FMA than the CUDA tile (168 M against 101 M at
+4096³, docs/results/h100_ncu_fp32.md; issue 78%, dispatch 0.60 per instruction). Its search space is
+not the limit: 252 configs timed at 4096³ (`scripts/triton_config_sweep.py`,
+docs/results/h100_triton_config_sweep.txt) top out at 85.9%.
+
+So the Triton side has a second kernel, in Gluon (`triton.experimental.gluon`), Triton's lower-level
+language: the same compiler, with the layouts and the pipeline written by the programmer. It is the
+CUDA kernel's structure, phase for phase: `acc_layout` is the warp and lane tiling (a lane holds 4×4
+blocks of C, a warp's 32 lanes a 4×8 grid of them, repeated over the tile: 16×8 accumulators per lane
+for 64×64 warps); A is transposed as it is copied, so that a lane reads its rows as float4s; the
+copies are `cp.async` with one commit group per tile, a wait and a barrier, as in CUDA; the fragments
+of step k+1 are read before the FMAs of step k (`gl.fma` on broadcast operands: the outer product).
+Measured steps (H100, 4096³, docs/results/h100_gluon_probe.txt and earlier probes in this session's
+notes): 83% with fragments read right before use (Nsight Compute: short-scoreboard stalls on the first
+FMAs after each barrier); read a step ahead, but with three barriers per tile, because Triton's barrier
+analysis cannot tell stage kt % STAGES from (kt-1) % STAGES of one allocation and fences every copy
+against every shared read; with even and odd tiles in two allocations (a trip of the loop takes one of
+each), one barrier per tile and 87.5%; 4 lanes along k in A's copy (88.4%); a fast path (EVEN) when the
+tiles divide M, N and K, masking only past K: 255 → 220 registers, 89.9%. The search (GLUON_CANDIDATES)
+picks 128×256 with two stages at 4096³. What is left to CUDA's 96.7%: ptxas's schedule at 220-255
+registers (long-scoreboard waits where the address register of an in-flight copy is reused), the 4-way
+bank conflicts of A's transposing copies (Gluon's padded shared layouts do not lower on NVIDIA in
+Triton 3.6, and a swizzled tile cannot be sliced one k-row at a time), and a loop body of two tiles,
+twice CUDA's (instruction-fetch stalls at its top).
+
+Gluon has no interpreter: the CPU tests compile every Gluon candidate ahead of time for sm_80 and sm_90
+(`compile_gluon`, `gluon_report`: no spills), and the GPU tests check each on ragged shapes.
 """
 
 import functools

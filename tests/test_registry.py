@@ -5,6 +5,7 @@ import re
 import sys
 
 import pytest
+from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime.jit import KernelInterface
 
 from implementations import all_variants, select
@@ -60,17 +61,32 @@ def triton_kernel_home(variant) -> str:
     return homes.pop()
 
 
+def gluon_sources(module) -> list[str]:
+    """The source of each Gluon function the module defines."""
+    return [inspect.getsource(obj.fn) for obj in vars(module).values()
+            if isinstance(obj, GluonJITFunction) and obj.fn.__module__ == module.__name__]
+
+
 @pytest.mark.parametrize("variant", all_variants(), ids=lambda v: v.stem)
 def test_cuda_and_triton_share_numbered_phase_comments(variant):
     """Same numbered phases in the .cu and in the Triton kernel's module (a rung whose Triton side
     reuses an earlier rung's kernel unchanged is compared with that kernel). A .cu with one kernel per
-    precision (v13) repeats its phases once per kernel."""
+    precision (v13) repeats its phases once per kernel. A Gluon kernel (v11) spells out the whole
+    kernel, so its phases are those of the .cu with the .cu files it includes."""
     cu = variant.cuda_source.path.read_text()
-    py = inspect.getsource(sys.modules[triton_kernel_home(variant)])
+    module = sys.modules[triton_kernel_home(variant)]
+    py = inspect.getsource(module)
+    gluon = gluon_sources(module)
+    for source in gluon:
+        py = py.replace(source, "")
     cuda_phases = re.findall(r"// ---- (\d+)\. ", cu)
     triton_phases = re.findall(r"# ---- (\d+)\. ", py)
     kernels = cu.count("__global__")
     assert triton_phases and cuda_phases == triton_phases * kernels
+    if gluon:
+        included = "".join((KERNEL_DIR / name).read_text() for name in re.findall(r'#include "(v\d\d_\w+\.cu)"', cu))
+        gluon_phases = set(re.findall(r"# ---- (\d+)\. ", "".join(gluon)))
+        assert gluon_phases == set(re.findall(r"// ---- (\d+)\. ", cu + included))
 
 
 def test_rungs_that_reuse_a_triton_kernel_say_so():
