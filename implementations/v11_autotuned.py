@@ -106,7 +106,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.runtime.interpreter import InterpretedFunction
 from triton.testing import do_bench
 
-from ._cuda import (_FRAME, _SMEM, _USED, CudaSource, PtxasReport, bind, check_grid, cpp_bool, rows_aligned)
+from ._cuda import (_FRAME, _USED, CudaSource, PtxasReport, bind, check_grid, cpp_bool, rows_aligned)
 from ._registry import TunedRun, Variant
 from .v10_warptiling import block_tile
 
@@ -488,7 +488,8 @@ def gluon_report(tile: Tile, arch: str, even: bool) -> PtxasReport:
 
     capability = (int(arch[3]), int(arch[4:]))
     start = time.perf_counter()
-    ptx = compile_gluon(tile, capability, even).asm["ptx"]
+    compiled = compile_gluon(tile, capability, even)
+    ptx = compiled.asm["ptx"]
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "gluon.ptx"
         source.write_text(ptx)
@@ -497,8 +498,9 @@ def gluon_report(tile: Tile, arch: str, even: bool) -> PtxasReport:
         proc = subprocess.run([ptxas, f"-arch={target}", "-v", str(source), "-o", str(Path(tmp) / "gluon.cubin")],
                               capture_output=True, text=True, check=True)
     report = proc.stdout + proc.stderr
-    frame, used, smem = _FRAME.search(report), _USED.search(report), _SMEM.search(report)
+    frame, used = _FRAME.search(report), _USED.search(report)
+    # the shared memory is dynamic (Triton sizes it at launch), so it is Triton's figure, not ptxas's
     return PtxasReport(kernel=f"gluon {tile} EVEN={even}", arch=arch, registers=int(used.group(1)),
-                       smem_bytes=int(smem.group(1)) if smem else 0, stack_bytes=int(frame.group(1)),
+                       smem_bytes=compiled.metadata.shared, stack_bytes=int(frame.group(1)),
                        spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)),
                        compile_s=time.perf_counter() - start)
