@@ -370,6 +370,18 @@ def _demangle(names: list[str]) -> dict[str, str]:
     return out
 
 
+def parse_ptxas(text: str, kernel: str, arch: str, compile_s: float, where: str) -> PtxasReport:
+    """ptxas -v's lines for one entry function (registers, stack, spills, static shared memory)."""
+    frame, used, smem = _FRAME.search(text), _USED.search(text), _SMEM.search(text)
+    if frame is None or used is None:
+        raise RuntimeError(f"could not read ptxas's report for {kernel} in {where}:\n{text}")
+    return PtxasReport(
+        kernel=kernel, arch=arch, registers=int(used.group(1)), smem_bytes=int(smem.group(1)) if smem else 0,
+        stack_bytes=int(frame.group(1)), spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)),
+        compile_s=compile_s,
+    )
+
+
 @cache
 def compile_report(source: CudaSource, arch: str) -> tuple[PtxasReport, ...]:
     """Compile `source` for `arch` with nvcc (cubin only, no GPU needed) and parse ptxas's report."""
@@ -394,13 +406,6 @@ def compile_report(source: CudaSource, arch: str) -> tuple[PtxasReport, ...]:
     readable = _demangle(names)
     reports = []
     for name, entry_arch, text in zip(blocks[0::3], blocks[1::3], blocks[2::3]):
-        frame, used, smem = _FRAME.search(text), _USED.search(text), _SMEM.search(text)
-        if frame is None or used is None:
-            raise RuntimeError(f"could not read ptxas's report for {name} in {source.path.name}:\n{text}")
-        reports.append(PtxasReport(
-            kernel=readable[name], arch=entry_arch, registers=int(used.group(1)),
-            smem_bytes=int(smem.group(1)) if smem else 0, stack_bytes=int(frame.group(1)),
-            spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)), compile_s=elapsed,
-        ))
+        reports.append(parse_ptxas(text, readable[name], entry_arch, elapsed, where=source.path.name))
     order = {k: i for i, k in enumerate(source.kernels)}  # the launcher's order; unlisted kernels last
     return tuple(sorted(reports, key=lambda r: order.get(r.kernel, len(order))))

@@ -88,6 +88,7 @@ Gluon has no interpreter: the CPU tests compile every Gluon candidate ahead of t
 (`compile_gluon`, `gluon_report`: no spills), and the GPU tests check each on ragged shapes.
 """
 
+import dataclasses
 import functools
 import re
 import subprocess
@@ -106,7 +107,7 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.runtime.interpreter import InterpretedFunction
 from triton.testing import do_bench
 
-from ._cuda import (_FRAME, _USED, CudaSource, PtxasReport, bind, check_grid, cpp_bool, rows_aligned)
+from ._cuda import CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
 from ._registry import TunedRun, Variant
 from .v10_warptiling import block_tile
 
@@ -450,7 +451,6 @@ def launch_gluon(a, b, c, tile: Tile, **knobs):
     )
 
 
-
 def compile_gluon(tile: Tile, capability: tuple[int, int], even: bool = False, **knobs):
     """The Gluon candidate compiled ahead of time for a GPU that need not be here (sm_80: (8, 0)), as
     launched on 16-byte-aligned row-major operands (Triton specializes the unit strides and the
@@ -497,10 +497,7 @@ def gluon_report(tile: Tile, arch: str, even: bool) -> PtxasReport:
         target = re.search(r"^\.target (\w+)", ptx, re.MULTILINE).group(1)  # sm_90a for sm_90: Triton's choice
         proc = subprocess.run([ptxas, f"-arch={target}", "-v", str(source), "-o", str(Path(tmp) / "gluon.cubin")],
                               capture_output=True, text=True, check=True)
-    report = proc.stdout + proc.stderr
-    frame, used = _FRAME.search(report), _USED.search(report)
+    report = parse_ptxas(proc.stdout + proc.stderr, f"gluon {tile} EVEN={even}", arch,
+                         time.perf_counter() - start, where="v11's Gluon kernel")
     # the shared memory is dynamic (Triton sizes it at launch), so it is Triton's figure, not ptxas's
-    return PtxasReport(kernel=f"gluon {tile} EVEN={even}", arch=arch, registers=int(used.group(1)),
-                       smem_bytes=compiled.metadata.shared, stack_bytes=int(frame.group(1)),
-                       spill_stores=int(frame.group(2)), spill_loads=int(frame.group(3)),
-                       compile_s=time.perf_counter() - start)
+    return dataclasses.replace(report, smem_bytes=compiled.metadata.shared)
