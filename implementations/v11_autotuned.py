@@ -71,18 +71,18 @@ blocks of C, a warp's 32 lanes a 4×8 grid of them, repeated over the tile: 16×
 for 64×64 warps); A is transposed as it is copied, so that a lane reads its rows as float4s; the
 copies are `cp.async` with one commit group per tile, a wait and a barrier, as in CUDA; the fragments
 of step k+1 are read before the FMAs of step k (`gl.fma` on broadcast operands: the outer product).
-Measured steps (H100, 4096³, docs/results/h100_gluon_probe.txt and earlier probes in this session's
-notes): 83% with fragments read right before use (Nsight Compute: short-scoreboard stalls on the first
-FMAs after each barrier); read a step ahead, but with three barriers per tile, because Triton's barrier
-analysis cannot tell stage kt % STAGES from (kt-1) % STAGES of one allocation and fences every copy
-against every shared read; with even and odd tiles in two allocations (a trip of the loop takes one of
-each), one barrier per tile and 87.5%; 4 lanes along k in A's copy (88.4%); a fast path (EVEN) when the
-tiles divide M, N and K, masking only past K: 255 → 220 registers, 89.9%. The search (GLUON_CANDIDATES)
-picks 128×256 with two stages at 4096³. What is left to CUDA's 96.7%: ptxas's schedule at 220-255
-registers (long-scoreboard waits where the address register of an in-flight copy is reused), the 4-way
-bank conflicts of A's transposing copies (Gluon's padded shared layouts do not lower on NVIDIA in
-Triton 3.6, and a swizzled tile cannot be sliced one k-row at a time), and a loop body of two tiles,
-twice CUDA's (instruction-fetch stalls at its top).
+Measured steps (H100, 4096³, docs/results/h100_gluon_probe.txt, which keeps the uncommitted intermediate
+forms' runs too): 83% with fragments read right before use (Nsight Compute: short-scoreboard stalls on
+the first FMAs after each barrier); read a step ahead, its SASS had three barriers per tile, because
+Triton's barrier analysis cannot tell stage kt % STAGES from (kt-1) % STAGES of one allocation and
+fences every copy against every shared read; with even and odd tiles in two allocations (a trip of the
+loop takes one of each), one barrier per tile and 87.5%; 4 lanes along k in A's copy (88.4%); a fast
+path (EVEN) when the tiles divide M, N and K, masking only past K: 255 → 220 registers, 89.9%. The
+search (GLUON_CANDIDATES) picks 128×256 with two stages at 4096³. What is left to CUDA's 96.7%: ptxas's
+schedule at 220-255 registers (long-scoreboard waits where the address register of an in-flight copy is
+reused), the 4-way bank conflicts of A's transposing copies (Gluon's padded shared layouts do not lower
+on NVIDIA in Triton 3.6, and a swizzled tile cannot be sliced one k-row at a time), and a loop body of
+two tiles, twice CUDA's (instruction-fetch stalls at its top).
 
 Gluon has no interpreter: the CPU tests compile every Gluon candidate ahead of time for sm_80 and sm_90
 (`compile_gluon`, `gluon_report`: no spills), and the GPU tests check each on ragged shapes.
