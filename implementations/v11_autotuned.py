@@ -35,13 +35,12 @@ autotuner's winner then races the Gluon kernel's tiles (below), and the faster o
 
 What it should reach: the aim is at least 95% of cuBLAS fp32 on an H100 at 4096³ on both sides.
 Measured (H100 80GB HBM3, 4096³ fp32, `compare.py --rungs 1-11 --rounds 3`, same run as cuBLAS with
-TF32 off at 2.650 ms): **CUDA C 2.739 ms, 96.7%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
-the row-major candidate, v10's 128×128 tile, 3.201 ms, and grouped 3.21 ms in the probe below: at
-this size grouping is worth little for that tile); **Triton 2.939 ms, 90.2%**, the Gluon kernel's
-128×256×8 tile with two stages (`tl.dot`'s best, BLOCK 64×64×32 with 4 warps and 4 stages: 3.106 ms,
-85.3%). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 95.8-98.0% of cuBLAS from 2048³
-to 8192³, 104% at 1024³; Triton 89-91% from 2048³ up (Gluon; 96% at 3072³, where `tl.dot`'s 64×64
-tile wins), 105% at 1024³.
+TF32 off at 2.660 ms): **CUDA C 2.759 ms, 96.4%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
+the row-major candidate, v10's 128×128 tile, 3.210 ms); **Triton 2.838 ms, 93.7%**, the Gluon
+kernel's 128×256×8 tile with two stages (`tl.dot`'s best, BLOCK 64×128×32 with 4 warps and 4 stages:
+3.126 ms, 85.1%). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 96.4-97.9% of cuBLAS
+from 2048³ to 8192³, 105% at 1024³; Triton 92.7-94.7% from 2048³ up with Gluon, 96.5% at 3072³ where
+`tl.dot`'s 64×64 tile wins, 104% at 1024³.
 
 How the CUDA side got from 91.4% to 96.5% (docs/results/h100_fp32_loop_probe.txt, every tile built
 from the old and new sources in one process, interleaved rounds): v10's block routine lost the
@@ -77,12 +76,21 @@ the first FMAs after each barrier); read a step ahead, its SASS had three barrie
 Triton's barrier analysis cannot tell stage kt % STAGES from (kt-1) % STAGES of one allocation and
 fences every copy against every shared read; with even and odd tiles in two allocations (a trip of the
 loop takes one of each), one barrier per tile and 87.5%; 4 lanes along k in A's copy (88.4%); a fast
-path (EVEN) when the tiles divide M, N and K, masking only past K: 255 → 220 registers, 89.9%. The
-search (GLUON_CANDIDATES) picks 128×256 with two stages at 4096³. What is left to CUDA's 96.7%: ptxas's
-schedule at 220-255 registers (long-scoreboard waits where the address register of an in-flight copy is
-reused), the 4-way bank conflicts of A's transposing copies (Gluon's padded shared layouts do not lower
-on NVIDIA in Triton 3.6, and a swizzled tile cannot be sliced one k-row at a time), and a loop body of
-two tiles, twice CUDA's (instruction-fetch stalls at its top).
+path (EVEN) when the tiles divide M, N and K, masking only past K: 255 → 220 registers, 89.9%; loop trips
+that start halfway through a tile (TRIP_START=4): 93.7%. With trips that start at a tile, the second
+tile's barrier was the last instruction of the loop body, and ptxas had hoisted every FMA of that tile's
+last step above it: after it the warps had only the next fragments' reads to issue, and FMAs that waited
+for them (Nsight Compute, docs/results/h100_ncu_gluon.md: issue slots busy 77% → 80%). The search
+(GLUON_CANDIDATES) picks 128×256 with two stages at 4096³. What is left to CUDA's 96.4%: the FMAs wait
+on their shared-memory reads (short-scoreboard stalls 0.23 per issued instruction against CUDA's 0.04),
+most of them two steps after a tile's copies start, when A's 4-byte transposing copies land: Gluon has no
+padded tile on NVIDIA in Triton 3.6 (the padded layout does not lower, a shared tile's shape must be a
+power of two, and a swizzled tile cannot be sliced one k-row at a time), so each copy instruction
+costs 11 shared-memory wavefronts where CUDA's padded tile takes 4. Tried and not kept
+(h100_gluon_probe.txt, sections 7-9): A K-major, copied 16 bytes per lane with its rows permuted by a
+`SharedLinearLayout` so that reads are conflict-free too. Its copies cost what CUDA's do, but a lane must
+then hold 4 k of its 16 rows (64 registers: 255 in all), and the FMAs waited on each chunk's 16 reads:
+91.7%, 92.8% with each chunk read in halves over two steps.
 
 Gluon has no interpreter: the CPU tests compile every Gluon candidate ahead of time for sm_80 and sm_90
 (`compile_gluon`, `gluon_report`: no spills), and the GPU tests check each on ragged shapes.
@@ -321,7 +329,7 @@ GLUON_CANDIDATES = (
     Tile(64, 128, 8, 32, 64, 4, 8),
 )
 
-GLUON_KNOBS = {"A_K_LANES": 4}
+GLUON_KNOBS = {"A_K_LANES": 4, "TRIP_START": 4}
 
 
 @gluon.jit
@@ -350,12 +358,13 @@ def load_frags(a_smem, b_smem, stage, k, a_frag: gl.constexpr, acc_layout: gl.co
 
 
 @gluon.jit
-def multiply_tile(acc, a, b, a_smem, b_smem, a_other, b_other, t, copies, EVEN: gl.constexpr, BLOCK_K: gl.constexpr,
-                  STAGES: gl.constexpr, a_frag: gl.constexpr, acc_layout: gl.constexpr):
-    """Tile t's BLOCK_K steps, its stages in a_smem/b_smem and tile t+1's in a_other/b_other; a and b are
-    its first fragments. Returns the accumulators and tile t+1's first fragments."""
+def multiply_steps(acc, a, b, a_smem, b_smem, a_other, b_other, t, copies, FIRST: gl.constexpr, LAST: gl.constexpr,
+                   EVEN: gl.constexpr, BLOCK_K: gl.constexpr, STAGES: gl.constexpr, a_frag: gl.constexpr,
+                   acc_layout: gl.constexpr):
+    """Steps FIRST..LAST-1 of tile t, its stages in a_smem/b_smem and tile t+1's in a_other/b_other; a and b
+    are the fragments of step FIRST. Returns the accumulators and the next step's fragments."""
     HALF: gl.constexpr = STAGES // 2
-    for k in gl.static_range(BLOCK_K):
+    for k in gl.static_range(FIRST, LAST):
         # fragments are double-buffered: the reads for step k+1 are issued before the FMAs of step k
         if k == BLOCK_K - 1:
             async_copy.wait_group(STAGES - 2)  # this thread's copies of tile t+1 have landed
@@ -378,6 +387,7 @@ def gluon_warptile_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, WARP_M: gl.constexpr,
     WARP_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, EVEN: gl.constexpr, A_K_LANES: gl.constexpr,
+    TRIP_START: gl.constexpr,
 ):
     # ---- 1. map this program to a tile of C, GROUP_M block rows at a time, column by column ----
     pid_m, pid_n = gluon_grouped_tile(gl.program_id(0), gl.cdiv(M, BLOCK_M), gl.cdiv(N, BLOCK_N), GROUP_M)
@@ -423,13 +433,20 @@ def gluon_warptile_kernel(
     a, b = load_frags(a_even, b_even, 0, 0, a_frag, acc_layout)
 
     # ---- 4. march along K, two tiles per trip (an even one, then an odd one; past K they are zeros):
-    # per tile, start tile t+STAGES-1; before its last step, wait for tile t+1 ----
+    # per tile, start tile t+STAGES-1; before its last step, wait for tile t+1. A trip starts at step
+    # TRIP_START of its even tile, not at a tile's start: with the barrier at the end of the loop body,
+    # ptxas hoisted all the FMAs of the last step above it, and after it the warps had nothing to issue
+    # but the next fragments' reads and FMAs that wait for them. ----
     acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, acc_layout)
+    acc, a, b = multiply_steps(acc, a, b, a_even, b_even, a_odd, b_odd, 0, copies, 0, TRIP_START, EVEN, BLOCK_K,
+                               STAGES, a_frag, acc_layout)
     for t in range(0, gl.cdiv(K, BLOCK_K), 2):
-        acc, a, b = multiply_tile(acc, a, b, a_even, b_even, a_odd, b_odd, t, copies, EVEN, BLOCK_K, STAGES, a_frag,
-                                  acc_layout)
-        acc, a, b = multiply_tile(acc, a, b, a_odd, b_odd, a_even, b_even, t + 1, copies, EVEN, BLOCK_K, STAGES, a_frag,
-                                  acc_layout)
+        acc, a, b = multiply_steps(acc, a, b, a_even, b_even, a_odd, b_odd, t, copies, TRIP_START, BLOCK_K, EVEN,
+                                   BLOCK_K, STAGES, a_frag, acc_layout)
+        acc, a, b = multiply_steps(acc, a, b, a_odd, b_odd, a_even, b_even, t + 1, copies, 0, BLOCK_K, EVEN, BLOCK_K,
+                                   STAGES, a_frag, acc_layout)
+        acc, a, b = multiply_steps(acc, a, b, a_even, b_even, a_odd, b_odd, t + 2, copies, 0, TRIP_START, EVEN,
+                                   BLOCK_K, STAGES, a_frag, acc_layout)
 
     # ---- 6. write back, a float4 per lane and row ----
     c_rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, acc_layout))

@@ -4,19 +4,22 @@ built from other copies of the sources, Gluon tiles, and the Triton autotuned la
     git archive <rev> kernels_cuda | tar -x -C build/baseline
     python scripts/fp32_loop_probe.py [--sources base=build/baseline/kernels_cuda;...] [--sizes 4096,1000x1100x1028]
                                       [--rounds 3] [--tiles "128,256,8,64,64,3,16;128,128,8,32,64,3,8"]
-                                      [--gluon "128,256,16,64,64,4,8;..."] [--triton]
+                                      [--gluon "128,256,16,64,64,4,8;..."] [--gluon-sources label=FILE;...]
+                                      [--triton]
 
 fp32 with TF32 off. For each size (n for n³, or MxNxK), in --rounds interleaved rounds (scripts/_probe.py):
 cuBLAS, each CUDA tile (BM,BN,BK,WM,WN,STAGES,GROUP_M) from the working tree's v11 and from each --sources
 directory (a kernels_cuda/ of another revision or an experiment; kernels without the ALIGNED template
 parameter take the `aligned` flag as a trailing int argument, as before it), each --gluon tile (v11's
 Gluon kernel, which need not be among its candidates; with --gluon-knobs, once per set of its other
-constexpr parameters), and with --triton v11's `triton.autotune` launch
+constexpr parameters), each --gluon tile from each --gluon-sources file (another revision's
+implementations/v11_autotuned.py, run with its own default knobs), and with --triton v11's `triton.autotune` launch
 (its search runs at the first call). Each line gives the normwise error against a float64 reference
 and the kernel's registers.
 """
 
 import argparse
+import importlib.util
 from pathlib import Path
 
 import numpy as np
@@ -56,6 +59,15 @@ def source_run(directory: Path, a, b, c, tile: v11.Tile):
     return run
 
 
+def gluon_module(label: str, path: Path):
+    """Another revision's v11 module, loaded inside the `implementations` package (it imports relatively;
+    its Variant wants a rung module's name)."""
+    spec = importlib.util.spec_from_file_location(f"implementations.v11_{label}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def resources(label: str, kernel) -> str:
     if hasattr(kernel, "num_regs"):  # CuPy
         return f"regs {kernel.num_regs:3d} local {kernel.local_size_bytes} B"
@@ -65,7 +77,7 @@ def resources(label: str, kernel) -> str:
 
 
 def probe(shape, rounds: int, tiles: list[v11.Tile], sources: dict[str, Path], gluon: list[v11.Tile],
-          gluon_knobs: list[dict], triton_autotuned: bool) -> None:
+          gluon_knobs: list[dict], gluon_sources: dict, triton_autotuned: bool) -> None:
     precision = PRECISIONS["fp32"]
     M, N, K = shape
     a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
@@ -81,6 +93,8 @@ def probe(shape, rounds: int, tiles: list[v11.Tile], sources: dict[str, Path], g
         for knobs in gluon_knobs:
             label = " ".join(f"{k}={v}" for k, v in knobs.items())
             runs[f"{'-'.join(map(str, tile))} gluon {label}".strip()] = v11.launch_gluon(a, b, c, tile, **knobs)
+        for name, module in gluon_sources.items():
+            runs[f"{'-'.join(map(str, tile))} gluon {name}"] = module.launch_gluon(a, b, c, module.Tile(*tile))
     if triton_autotuned:
         runs["triton autotuned"] = v11.autotuned_triton(a, b, c)
     print(f"{M}x{N}x{K} fp32, rows aligned: {bool(rows_aligned(a, b, c))}", flush=True)
@@ -102,6 +116,8 @@ def main():
     parser.add_argument("--gluon", default="", help="Gluon: BM,BN,BK,WM,WN,STAGES,GROUP_M;...")
     parser.add_argument("--gluon-knobs", default="", help="KEY=V,KEY=V;...: each --gluon tile with each set "
                         "of the Gluon kernel's other constexprs (v11.GLUON_KNOBS: the defaults)")
+    parser.add_argument("--gluon-sources", default="", help="label=FILE;...: v11 modules of other revisions whose "
+                        "Gluon kernel runs each --gluon tile too")
     parser.add_argument("--triton", action="store_true", help="v11's triton.autotune launch as well")
     args = parser.parse_args()
     tiles = tile_list(args.tiles)
@@ -111,9 +127,11 @@ def main():
         parser.error(f"not among v11's CUDA candidates: {'; '.join(unknown)}")
     knobs = [{k: int(v) for k, v in (kv.split("=") for kv in item.split(","))} for item in args.gluon_knobs.split(";")
              if item] or [{}]
+    gluon_sources = {label: gluon_module(label, Path(f)) for label, f in
+                     (item.split("=") for item in args.gluon_sources.split(";") if item)}
     print(torch.cuda.get_device_name(), "triton", triton.__version__, set_fp32_matmul(tf32=False), flush=True)
     for size in args.sizes.split(","):
-        probe(parse_size(size), args.rounds, tiles, sources, tile_list(args.gluon), knobs, args.triton)
+        probe(parse_size(size), args.rounds, tiles, sources, tile_list(args.gluon), knobs, gluon_sources, args.triton)
 
 
 if __name__ == "__main__":
