@@ -437,6 +437,7 @@ def gluon_warptile_kernel(
     # TRIP_START of its even tile, not at a tile's start: with the barrier at the end of the loop body,
     # ptxas hoisted all the FMAs of the last step above it, and after it the warps had nothing to issue
     # but the next fragments' reads and FMAs that wait for them. ----
+    gl.static_assert(0 <= TRIP_START and TRIP_START < BLOCK_K, "TRIP_START is a step of a tile: 0 <= it < BLOCK_K")
     acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, acc_layout)
     acc, a, b = multiply_steps(acc, a, b, a_even, b_even, a_odd, b_odd, 0, copies, 0, TRIP_START, EVEN, BLOCK_K,
                                STAGES, a_frag, acc_layout)

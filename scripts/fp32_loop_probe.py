@@ -90,11 +90,12 @@ def probe(shape, rounds: int, tiles: list[v11.Tile], sources: dict[str, Path], g
         for name, directory in sources.items():
             runs[f"{label} {name}"] = source_run(directory, a, b, c, tile)
     for tile in gluon:
+        label = f"{'-'.join(map(str, tile))} gluon"
         for knobs in gluon_knobs:
-            label = " ".join(f"{k}={v}" for k, v in knobs.items())
-            runs[f"{'-'.join(map(str, tile))} gluon {label}".strip()] = v11.launch_gluon(a, b, c, tile, **knobs)
+            knob_label = " ".join(f"{k}={v}" for k, v in knobs.items())
+            runs[f"{label} {knob_label}".strip()] = v11.launch_gluon(a, b, c, tile, **knobs)
         for name, module in gluon_sources.items():
-            runs[f"{'-'.join(map(str, tile))} gluon {name}"] = module.launch_gluon(a, b, c, module.Tile(*tile))
+            runs[f"{label} {name}"] = module.launch_gluon(a, b, c, module.Tile(*tile))
     if triton_autotuned:
         runs["triton autotuned"] = v11.autotuned_triton(a, b, c)
     print(f"{M}x{N}x{K} fp32, rows aligned: {bool(rows_aligned(a, b, c))}", flush=True)
