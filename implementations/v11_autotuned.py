@@ -332,6 +332,24 @@ GLUON_CANDIDATES = (
 GLUON_KNOBS = {"A_K_LANES": 4, "TRIP_START": 4}
 
 
+@gluon.constexpr_function
+def a_tile_layout(block_k, block_m):
+    """A's transposed tile in shared memory, [BLOCK_K, BLOCK_M], without bank conflicts in the copies or the
+    reads. The bases give the (k, m) of each bit of a float's offset.
+    - Copies: an instruction writes 4 k × 8 m (A_K_LANES = 4). Row-major, the 4 k rows are BLOCK_M floats
+      apart, all in one bank: a 4-way conflict. Here k = 1 and k = 2 sit 8 and 16 floats apart, so the
+      32 lanes fill the 32 banks.
+    - Reads: an instruction reads 4 float4s of one row k, at m = 0, 4, 8 and 12 (plus 16·i). m = 8 would
+      land in k = 1's banks, so it is XORed into them (offset 32 ^ 8). The 4 float4s then fill 16 banks.
+    - Slicing: a row k is still one base offset plus m's bits, because k's bits are single offsets. So
+      a row can be sliced off, which Triton refuses for a swizzle that moves k.
+    CUDA pads each row by 4 floats instead; Triton 3.6 cannot lower a padded layout on NVIDIA."""
+    assert block_k == 8 and block_m >= 32, "k's first two bits sit in bank bits 3 and 4; m's go around them"
+    log2 = lambda n: n.bit_length() - 1  # noqa: E731
+    low = [[0, 1], [0, 2], [0, 4], [1, 0], [2, 0], [1, 8], [0, 16]]
+    return gl.SharedLinearLayout(low + [[0, 1 << i] for i in range(5, log2(block_m))] + [[4, 0]])
+
+
 @gluon.jit
 def copy_tile(a_smem, b_smem, stage, k0, a_ptrs, b_ptrs, a_ks, a_rows, b_ks, b_cols, M, N, K, stride_ak, stride_bk,
               EVEN: gl.constexpr):
@@ -409,9 +427,10 @@ def gluon_warptile_kernel(
     # around the copies. Tiles of one parity are only copied while the other's are read.
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     HALF: gl.constexpr = STAGES // 2
-    a_even = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], plain)
+    a_layout: gl.constexpr = a_tile_layout(BLOCK_K, BLOCK_M)
+    a_even = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], a_layout)
     b_even = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_N], plain)
-    a_odd = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], plain)
+    a_odd = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], a_layout)
     b_odd = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_N], plain)
 
     a_ks = gl.arange(0, BLOCK_K, layout=gl.SliceLayout(1, a_copy))

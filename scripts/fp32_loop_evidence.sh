@@ -28,7 +28,7 @@ timeout 300 python scripts/fp32_loop_probe.py --sources "${SOURCES:-}" --tiles "
     --sizes "${SIZES:-4096,1000x1100x1028}" --rounds "${ROUNDS:-3}" >"$LOG/probe.log" 2>&1
 echo "probe rc=$?" >>"$LOG/probe.log"
 if [ "${SANITIZE:-0}" = 1 ]; then
-    timeout 300 compute-sanitizer --tool memcheck python scripts/fp32_loop_probe.py --tiles "" --gluon "$GLUON" \
+    timeout 300 compute-sanitizer --tool memcheck python scripts/fp32_loop_probe.py --tiles "" --gluon "${GLUON:-}" \
         --sizes 1000x1100x1028,512x768x264 --rounds 0 >"$LOG/memcheck.log" 2>&1
     echo "memcheck rc=$?" >>"$LOG/memcheck.log"
 fi
@@ -69,7 +69,8 @@ fi
 if [ "${NCU_SOURCE:-0}" = 1 ]; then  # the first Gluon tile with the first knob set if $GLUON is set, else the
     # first CUDA tile
     if [ -n "${GLUON:-}" ]; then
-        WHAT=(-k regex:gluon) ARGS=(--tiles "" --gluon "${GLUON%%;*}" --gluon-knobs "${GLUON_KNOBS%%;*}")
+        KNOBS=${GLUON_KNOBS:-}
+        WHAT=(-k regex:gluon) ARGS=(--tiles "" --gluon "${GLUON%%;*}" --gluon-knobs "${KNOBS%%;*}")
     else
         WHAT=(-k regex:autotuned) ARGS=(--tiles "${TILES%%;*}")
     fi

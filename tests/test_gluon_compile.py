@@ -49,3 +49,47 @@ def test_gluon_candidate_compiles_without_spills(reports, tile, arch, even):
 def test_gluon_tile_holds_its_stages_in_shared_memory(reports, tile):
     """STAGES copies of the A^T and B tiles, in the two allocations for even and odd tiles."""
     assert reports[(tile, "sm_90", True)].smem_bytes >= tile.STAGES * tile.BK * (tile.BM + tile.BN) * 4
+
+
+def offsets_of(offset_bases, shape):
+    """{(k, m): offset} of a shared linear layout: each offset bit contributes its basis (XOR)."""
+    table = {}
+    for offset in range(shape[0] * shape[1]):
+        k = m = 0
+        for bit, (bk, bm) in enumerate(offset_bases):
+            if offset >> bit & 1:
+                k, m = k ^ bk, m ^ bm
+        table[(k, m)] = offset
+    assert len(table) == shape[0] * shape[1], "the layout must be a bijection"
+    return table
+
+
+def ways(offsets):
+    """Shared-memory wavefronts one warp instruction needs at least: the most distinct 4-byte words in one bank."""
+    banks = {}
+    for o in offsets:
+        banks.setdefault(o % 32, set()).add(o // 32)
+    return max(len(words) for words in banks.values())
+
+
+def a_tile_ways(offset_bases, block_m, block_k=8, k_lanes=v11.GLUON_KNOBS["A_K_LANES"]):
+    """The worst instruction of A's copies and of its reads. A copy instruction: lane L writes (k, m) =
+    (L % k_lanes, L // k_lanes) shifted by whole lane groups (a_copy in the kernel). A read instruction: the
+    4 float4s of row k at m = 4r..4r+3 (r = 0..3) shifted by a multiple of 16 (a_frag)."""
+    table = offsets_of(offset_bases, (block_k, block_m))
+    groups = 32 // k_lanes
+    copies = max(ways([table[(L % k_lanes + k0, L // k_lanes + m0)] for L in range(32)])
+                 for k0 in range(0, block_k, k_lanes) for m0 in range(0, block_m, groups))
+    reads = max(ways([table[(k, m0 + m)] for m in range(16)]) for k in range(block_k) for m0 in range(0, block_m, 16))
+    return copies, reads
+
+
+@pytest.mark.parametrize("block_m", sorted({tile.BM for tile in v11.GLUON_CANDIDATES}))
+def test_a_tile_layout_has_no_bank_conflicts(block_m):
+    """A's transposed tile: its copies and its reads need one wavefront each, where row-major copies need 4."""
+    layout = v11.a_tile_layout(8, block_m)
+    assert a_tile_ways(layout.offset_bases, block_m) == (1, 1)
+    row_major = [[0, 1 << i] for i in range(block_m.bit_length() - 1)] + [[1, 0], [2, 0], [4, 0]]
+    assert a_tile_ways(row_major, block_m) == (4, 1)
+    m_of_k = [[1, 0], [2, 0], [4, 0]] + [[0, 1 << i] for i in range(block_m.bit_length() - 1)]  # column-major
+    assert a_tile_ways(m_of_k, block_m)[1] > 1
