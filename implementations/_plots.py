@@ -8,7 +8,7 @@
 - a config sweep (`compare.py --sweep TILE=8,16,32,64`): time against the swept value per language,
   with the values a rung refused marked and named.
 
-    python -m implementations._plots results.json [more.json ...] --out plots/ [--sweep TILE]
+    python -m implementations._plots results.json [more.json, sweep.csv ...] --out plots/ [--sweep TILE]
 
 Figures are drawn on `matplotlib.figure.Figure` objects, not through pyplot, so no display or global
 state is involved and the same code runs on a CPU-only machine over results saved on a GPU one.
@@ -217,7 +217,8 @@ def write_all(doc: dict, out_dir, sweep: str | None = None) -> list[Path]:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m implementations._plots", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("results", nargs="+", type=Path, help="JSON documents written by compare.py --json")
+    p.add_argument("results", nargs="+", type=Path,
+                   help="documents written by compare.py --json, or rows by --csv (its .env.json beside them)")
     p.add_argument("--out", type=Path, required=True, help="folder for the PNG files")
     p.add_argument("--sweep", metavar="NAME", help="also plot the sweep over this config parameter")
     args = p.parse_args(argv)

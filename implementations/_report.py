@@ -158,11 +158,33 @@ def env_table(env: dict[str, str], fmt: str = "simple") -> str:
 
 
 def load_document(path: Path) -> dict:
-    """A results document saved by `compare.py --json` (environment, results, ...), checked to be one."""
-    doc = json.loads(Path(path).read_text())
+    """A results document saved by `compare.py --json` (environment, results, ...), checked to be one, or the
+    same from the rows of `compare.py --csv` and the environment saved beside them (.env.json)."""
+    path = Path(path)
+    if path.suffix == ".csv":
+        return _csv_document(path)
+    doc = json.loads(path.read_text())
     if not isinstance(doc, dict) or "results" not in doc:
         raise ValueError(f"{path}: not a results document written by compare.py --json")
     return doc
+
+
+def _csv_document(path: Path) -> dict:
+    types = {f.name: str(f.type) for f in fields(Result)}  # "int | None", "float | None", "str"
+    with path.open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    if not rows or not {"rung", "impl", "M", "N", "K"} <= set(rows[0]):
+        raise ValueError(f"{path}: not a results CSV written by compare.py --csv")
+
+    def typed(name: str, text: str):
+        kind = types.get(name, "str")
+        if text == "":
+            return None if "None" in kind else ""
+        return int(text) if kind.startswith("int") else float(text) if kind.startswith("float") else text
+
+    env_path = path.with_suffix(".env.json")
+    env = json.loads(env_path.read_text()) if env_path.exists() else {}
+    return {"environment": env, "results": [{k: typed(k, v) for k, v in row.items()} for row in rows]}
 
 
 def results_of(doc: dict) -> list[Result]:

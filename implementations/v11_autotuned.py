@@ -28,6 +28,9 @@ CUDA C and Triton side by side:
 | warp/lane tiling    | `warptile_block`'s index arithmetic           | Gluon: `acc_layout`, a `BlockedLayout`      |
 | cp.async pipeline   | `cp_async4/16`, commit, wait, `__syncthreads` | Gluon: `async_copy`, `commit_group`,        |
 |                     |                                               | `wait_group`, a barrier                     |
+| A's tile, no bank   | A^T padded by 4 floats a row (v08's fix)      | Gluon: `a_tile_layout`, a                   |
+| conflicts           |                                               | `SharedLinearLayout` (a padded one does not |
+|                     |                                               | lower on NVIDIA in Triton 3.6)              |
 
 Under Triton's interpreter there is nothing to time: the launcher runs the first config (the CPU
 tests run every config on awkward shapes, so whichever one a GPU picks has been checked). On a GPU the
@@ -35,12 +38,12 @@ autotuner's winner then races the Gluon kernel's tiles (below), and the faster o
 
 What it should reach: the aim is at least 95% of cuBLAS fp32 on an H100 at 4096³ on both sides.
 Measured (H100 80GB HBM3, 4096³ fp32, `compare.py --rungs 1-11 --rounds 3`, same run as cuBLAS with
-TF32 off at 2.660 ms): **CUDA C 2.759 ms, 96.4%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
-the row-major candidate, v10's 128×128 tile, 3.210 ms); **Triton 2.838 ms, 93.7%**, the Gluon
-kernel's 128×256×8 tile with two stages (`tl.dot`'s best, BLOCK 64×128×32 with 4 warps and 4 stages:
-3.126 ms, 85.1%). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 96.4-97.9% of cuBLAS
-from 2048³ to 8192³, 105% at 1024³; Triton 92.7-94.7% from 2048³ up with Gluon, 96.5% at 3072³ where
-`tl.dot`'s 64×64 tile wins, 104% at 1024³.
+TF32 off at 2.644 ms): **CUDA C 2.758 ms, 95.8%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
+96.4% in the session before; the row-major candidate, v10's 128×128 tile, 3.226 ms); **Triton 2.746 ms,
+96.3%**, the Gluon kernel's 128×256×8 tile with two stages (`tl.dot`'s best, BLOCK 64×128×32 with 4 warps
+and 4 stages: 3.131 ms, 84.4%). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 95.8-97.9%
+of cuBLAS from 2048³ to 8192³, 104% at 1024³; Triton 96.2-97.8% from 2048³ up with Gluon, 104.0% at
+3072³ (Gluon's 64×128 tile), 105% at 1024³ where a `tl.dot` tile wins.
 
 How the CUDA side got from 91.4% to 96.5% (docs/results/h100_fp32_loop_probe.txt, every tile built
 from the old and new sources in one process, interleaved rounds): v10's block routine lost the
@@ -80,17 +83,22 @@ path (EVEN) when the tiles divide M, N and K, masking only past K: 255 → 220 r
 that start halfway through a tile (TRIP_START=4): 93.7%. With trips that start at a tile, the second
 tile's barrier was the last instruction of the loop body, and ptxas had hoisted every FMA of that tile's
 last step above it: after it the warps had only the next fragments' reads to issue, and FMAs that waited
-for them (Nsight Compute, docs/results/h100_ncu_gluon.md: issue slots busy 77% → 80%). The search
-(GLUON_CANDIDATES) picks 128×256 with two stages at 4096³. What is left to CUDA's 96.4%: the FMAs wait
-on their shared-memory reads (short-scoreboard stalls 0.23 per issued instruction against CUDA's 0.04),
-most of them two steps after a tile's copies start, when A's 4-byte transposing copies land: Gluon has no
-padded tile on NVIDIA in Triton 3.6 (the padded layout does not lower, a shared tile's shape must be a
-power of two, and a swizzled tile cannot be sliced one k-row at a time), so each copy instruction
-costs 11 shared-memory wavefronts where CUDA's padded tile takes 4. Tried and not kept
-(h100_gluon_probe.txt, sections 7-9): A K-major, copied 16 bytes per lane with its rows permuted by a
-`SharedLinearLayout` so that reads are conflict-free too. Its copies cost what CUDA's do, but a lane must
-then hold 4 k of its 16 rows (64 registers: 255 in all), and the FMAs waited on each chunk's 16 reads:
-91.7%, 92.8% with each chunk read in halves over two steps.
+for them (Nsight Compute: issue slots busy 77% → 80%). Then the FMAs waited on their shared-memory reads
+(short-scoreboard stalls 0.23 per issued instruction against CUDA's 0.04), most of them two steps after a
+tile's copies start, when A's 4-byte transposing copies land: 11 shared-memory wavefronts per copy
+instruction, a 4-way bank conflict, where CUDA pads each row of its tile. Gluon has no padded tile on
+NVIDIA in Triton 3.6 (the padded layout does not lower, a shared tile's shape must be a power of two, and
+a swizzle that moves k cannot be sliced one k-row at a time), but a `SharedLinearLayout` can place every
+bit of the offset: `a_tile_layout`, 96.7% in the probe (96.3% in the ladder run). Its copies take 8
+wavefronts per instruction and its reads are at ncu's ideal; short-scoreboard stalls 0.11, issue slots
+busy 83.0% (docs/results/h100_ncu_gluon.md). The search (GLUON_CANDIDATES) picks 128×256 with two stages
+at 4096³. What is left to cuBLAS (issue slots busy 90.1%) is ptxas's schedule, as on the CUDA side:
+dispatch stalls 0.33 per issued instruction (CUDA 0.26, cuBLAS 0.10). Tried and not kept
+(h100_gluon_probe.txt, sections 7-9 and 12): A K-major, copied 16 bytes per lane with its rows permuted so
+that reads are conflict-free too. Its copies cost what CUDA's do, but a lane must then hold 4 k of its 16
+rows (64 registers: 255 in all), and the FMAs waited on each chunk's 16 reads: 91.7%, 92.8% with each
+chunk read in halves over two steps. And `a_tile_layout` with m = 16 XORed in as well: 96.0%, and Triton
+3.9's ptxas spilled one of its compiles.
 
 Gluon has no interpreter: the CPU tests compile every Gluon candidate ahead of time for sm_80 and sm_90
 (`compile_gluon`, `gluon_report`: no spills), and the GPU tests check each on ragged shapes.

@@ -9,7 +9,9 @@ from matplotlib.image import imread
 from implementations import _plots
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
-SAVED = sorted(RESULTS.glob("h100_*.json"))
+# compare.py's documents (--json) and rows (--csv); a CSV's environment is the .env.json beside it
+SAVED = sorted([p for p in RESULTS.glob("h100_*.json") if not p.name.endswith(".env.json")]
+               + list(RESULTS.glob("h100_*.csv")))
 
 
 def _result(rung, impl, size=64, config="", **figures):
@@ -73,3 +75,22 @@ def test_the_command_line_plots_saved_results(tmp_path, capsys):
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
     assert _plots.main([str(bad), "--out", str(tmp_path)]) == 1
+
+
+def test_a_csv_reads_back_as_its_json(tmp_path):
+    """compare.py --csv and --json of one run give the same document: the rows typed as Result's fields."""
+    from implementations._bench import Result
+    from implementations._report import ResultLog, load_document
+
+    env = {"device": "Test GPU", "date": "2026-11-22"}
+    log = ResultLog(env, csv_path=tmp_path / "r.csv", json_path=tmp_path / "r.json")
+    results = [Result("cuBLAS", "torch.matmul", "", "cublas", "fp32", 64, 64, 64, status="ok", ms=0.5, runs=10),
+               Result("v11", "x", "BM=64", "cuda", "fp32", 64, 64, 64, status="ok", ms=0.7, pct_cublas=71.4,
+                      registers=128, note="chose: a, b")]
+    for r in results:
+        log.add(r)
+    log.finish(results)
+    from_csv, from_json = load_document(tmp_path / "r.csv"), load_document(tmp_path / "r.json")
+    assert from_csv["environment"] == env
+    assert from_csv["results"] == from_json["results"]
+    assert from_csv["results"][1]["registers"] == 128 and from_csv["results"][0]["error"] is None
