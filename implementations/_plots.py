@@ -8,7 +8,7 @@
 - a config sweep (`compare.py --sweep TILE=8,16,32,64`): time against the swept value per language,
   with the values a rung refused marked and named.
 
-    python -m implementations._plots results.json [more.json, sweep.csv ...] --out plots/ [--sweep TILE]
+    python -m implementations._plots results.json [more.json | rows.csv ...] --out plots/ [--sweep TILE]
 
 Figures are drawn on `matplotlib.figure.Figure` objects, not through pyplot, so no display or global
 state is involved and the same code runs on a CPU-only machine over results saved on a GPU one.

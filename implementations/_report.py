@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 from dataclasses import asdict, fields
 from pathlib import Path
+from typing import get_args, get_type_hints
 
 from tabulate import tabulate
 
@@ -170,20 +171,23 @@ def load_document(path: Path) -> dict:
 
 
 def _csv_document(path: Path) -> dict:
-    types = {f.name: str(f.type) for f in fields(Result)}  # "int | None", "float | None", "str"
-    with path.open(newline="") as fh:
+    kinds = {name: [t for t in (int, float) if t in (get_args(hint) or (hint,))]
+             for name, hint in get_type_hints(Result).items()}  # int | None -> [int]; str -> []
+    with path.open(newline="", encoding="utf-8") as fh:
         rows = list(csv.DictReader(fh))
-    if not rows or not {"rung", "impl", "M", "N", "K"} <= set(rows[0]):
+    if not rows:
+        raise ValueError(f"{path}: no rows")
+    if not {"rung", "impl", "M", "N", "K"} <= set(rows[0]):
         raise ValueError(f"{path}: not a results CSV written by compare.py --csv")
 
-    def typed(name: str, text: str):
-        kind = types.get(name, "str")
-        if text == "":
-            return None if "None" in kind else ""
-        return int(text) if kind.startswith("int") else float(text) if kind.startswith("float") else text
+    def typed(name: str, text: str | None):
+        kind = kinds.get(name, [])
+        if not text:  # an empty cell, or none at all in a short row
+            return None if kind else ""
+        return kind[0](text) if kind else text
 
     env_path = path.with_suffix(".env.json")
-    env = json.loads(env_path.read_text()) if env_path.exists() else {}
+    env = json.loads(env_path.read_text(encoding="utf-8")) if env_path.exists() else {}
     return {"environment": env, "results": [{k: typed(k, v) for k, v in row.items()} for row in rows]}
 
 
@@ -222,7 +226,7 @@ class ResultLog:
         if self.csv_path:
             self.csv_path.parent.mkdir(parents=True, exist_ok=True)
             self.csv_env_path = self.csv_path.with_suffix(".env.json")  # a CSV has no place for it
-            self._csv_file = self.csv_path.open("w", newline="")
+            self._csv_file = self.csv_path.open("w", newline="", encoding="utf-8")
             self._csv = csv.DictWriter(self._csv_file, RESULT_COLUMNS)
             self._csv.writeheader()
             self._csv_file.flush()

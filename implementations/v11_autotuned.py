@@ -42,8 +42,9 @@ TF32 off at 2.644 ms): **CUDA C 2.758 ms, 95.8%** (BM=128 BN=256 BK=8 WM=64 WN=6
 96.4% in the session before; the row-major candidate, v10's 128×128 tile, 3.226 ms); **Triton 2.746 ms,
 96.3%**, the Gluon kernel's 128×256×8 tile with two stages (`tl.dot`'s best, BLOCK 64×128×32 with 4 warps
 and 4 stages: 3.131 ms, 84.4%). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 95.8-97.9%
-of cuBLAS from 2048³ to 8192³, 104% at 1024³; Triton 96.2-97.8% from 2048³ up with Gluon, 104.0% at
-3072³ (Gluon's 64×128 tile), 105% at 1024³ where a `tl.dot` tile wins.
+of cuBLAS from 2048³ to 8192³, 104% at 1024³; Triton 96.2-97.8% at 2048³, 4096³, 6144³ and 8192³ with
+Gluon's 128×256 tile, 104.0% at 3072³ with its 64×128 tile (cuBLAS dips to 45 TFLOP/s there), 105% at
+1024³ where a `tl.dot` tile wins.
 
 How the CUDA side got from 91.4% to 96.5% (docs/results/h100_fp32_loop_probe.txt, every tile built
 from the old and new sources in one process, interleaved rounds): v10's block routine lost the
@@ -92,16 +93,23 @@ a swizzle that moves k cannot be sliced one k-row at a time), but a `SharedLinea
 bit of the offset: `a_tile_layout`, 96.7% in the probe (96.3% in the ladder run). Its copies take 8
 wavefronts per instruction and its reads are at ncu's ideal; short-scoreboard stalls 0.11, issue slots
 busy 83.0% (docs/results/h100_ncu_gluon.md). The search (GLUON_CANDIDATES) picks 128×256 with two stages
-at 4096³. What is left to cuBLAS (issue slots busy 90.1%) is ptxas's schedule, as on the CUDA side:
-dispatch stalls 0.33 per issued instruction (CUDA 0.26, cuBLAS 0.10). Tried and not kept
+at 4096³. What is left to cuBLAS (issue slots busy 90.1%): the FMAs still wait on shared memory more than
+CUDA's (short-scoreboard 0.11 against 0.04; CUDA copies 4 rows × 8 k per instruction, and the same in
+Gluon, A_K_LANES = 8 with its own conflict-free layout, is 0.8 points slower: h100_gluon_probe.txt,
+section 13), and ptxas's schedule, as on the CUDA side: dispatch stalls 0.33 per issued instruction (CUDA
+0.26, cuBLAS 0.10). Tried and not kept
 (h100_gluon_probe.txt, sections 7-9 and 12): A K-major, copied 16 bytes per lane with its rows permuted so
 that reads are conflict-free too. Its copies cost what CUDA's do, but a lane must then hold 4 k of its 16
 rows (64 registers: 255 in all), and the FMAs waited on each chunk's 16 reads: 91.7%, 92.8% with each
-chunk read in halves over two steps. And `a_tile_layout` with m = 16 XORed in as well: 96.0%, and Triton
-3.9's ptxas spilled one of its compiles.
+chunk read in halves over two steps. And `a_tile_layout` with m = 16 XORed into k's offsets as well
+(section 12): mixed, 96.0% against 96.7% for the 128×256 S=2 tile, 94.9% against 93.9% with S=4, and on
+the ragged shape its 64×128 tile kept 139 registers where the committed form's takes 128 and spills 2
+bytes (in Triton 3.6; 69.2% against 63.5%, and the search picks 128×128 there); Triton 3.9's ptxas
+spilled its 64×128 edge-masked compile. The reads need only m = 8 moved.
 
 Gluon has no interpreter: the CPU tests compile every Gluon candidate ahead of time for sm_80 and sm_90
-(`compile_gluon`, `gluon_report`: no spills), and the GPU tests check each on ragged shapes.
+(`compile_gluon`, `gluon_report`: no spills, with the 16-byte-aligned operands it assumes), check
+`a_tile_layout`'s banks, and the GPU tests check each candidate on ragged shapes.
 """
 
 import dataclasses
@@ -341,21 +349,24 @@ GLUON_KNOBS = {"A_K_LANES": 4, "TRIP_START": 4}
 
 
 @gluon.constexpr_function
-def a_tile_layout(block_k, block_m):
+def a_tile_layout(block_k, block_m, k_lanes):
     """A's transposed tile in shared memory, [BLOCK_K, BLOCK_M], without bank conflicts in the copies or the
-    reads. The bases give the (k, m) of each bit of a float's offset.
-    - Copies: an instruction writes 4 k × 8 m (A_K_LANES = 4). Row-major, the 4 k rows are BLOCK_M floats
-      apart, all in one bank: a 4-way conflict. Here k = 1 and k = 2 sit 8 and 16 floats apart, so the
-      32 lanes fill the 32 banks.
-    - Reads: an instruction reads 4 float4s of one row k, at m = 0, 4, 8 and 12 (plus 16·i). m = 8 would
-      land in k = 1's banks, so it is XORed into them (offset 32 ^ 8). The 4 float4s then fill 16 banks.
-    - Slicing: a row k is still one base offset plus m's bits, because k's bits are single offsets. So
-      a row can be sliced off, which Triton refuses for a swizzle that moves k.
+    reads. The bases give the (k, m) of each bit of a float's offset (k and m combine by XOR).
+    - Copies: an instruction writes k_lanes k × 32/k_lanes m (a_copy). Row-major, its k rows are BLOCK_M
+      floats apart, all in one bank: a k_lanes-way conflict. Here m's first bits fill the low bank bits and
+      k's the rest, so the 32 lanes fill the 32 banks.
+    - Reads: an instruction reads 4 float4s of one row k, at m = 0, 4, 8 and 12 (plus 16·i; a_frag). With
+      4 k lanes, m = 8 alone would sit 32 floats on, in m = 0's banks; it is XORed with k = 1's offset,
+      which moves it to banks a read of one row leaves free. The 4 float4s then fill 16 banks.
+    - Slicing: k's bits are single offset bits, so a row k is its offset XORed with m's; Triton's verifier
+      asks exactly that of a slice, and Triton applies a slice's offset by XOR.
     CUDA pads each row by 4 floats instead; Triton 3.6 cannot lower a padded layout on NVIDIA."""
-    assert block_k == 8 and block_m >= 32, "k's first two bits sit in bank bits 3 and 4; m's go around them"
-    log2 = lambda n: n.bit_length() - 1  # noqa: E731
-    low = [[0, 1], [0, 2], [0, 4], [1, 0], [2, 0], [1, 8], [0, 16]]
-    return gl.SharedLinearLayout(low + [[0, 1 << i] for i in range(5, log2(block_m))] + [[4, 0]])
+    assert k_lanes in (2, 4, 8) and k_lanes <= block_k and block_m >= 16, "A's copy lanes fill the banks"
+    m_lanes = (32 // k_lanes).bit_length() - 1  # bits of m among a copy's 32 lanes
+    bases = [[0, 1 << b] for b in range(m_lanes)] + [[1 << b, 0] for b in range(5 - m_lanes)]
+    bases += [[1 << (b - m_lanes), 1 << b] for b in range(m_lanes, 4)]  # m = 4, 8 of a read, off k's banks
+    bases += [[0, 1 << b] for b in range(4, block_m.bit_length() - 1)]
+    return gl.SharedLinearLayout(bases + [[1 << b, 0] for b in range(5 - m_lanes, block_k.bit_length() - 1)])
 
 
 @gluon.jit
@@ -425,8 +436,8 @@ def gluon_warptile_kernel(
     acc_layout: gl.constexpr = gl.BlockedLayout([4, 4], [4, 8], [BLOCK_M // WARP_M, BLOCK_N // WARP_N], [1, 0])
     # a row of the A^T tile is read in acc_layout's transpose: each lane gets the A values of its rows
     a_frag: gl.constexpr = gl.BlockedLayout([4, 4], [8, 4], [BLOCK_N // WARP_N, BLOCK_M // WARP_M], [0, 1])
-    # the copies: A transposed as it lands (a warp reads 4 rows × 8 k: whole 32-byte sectors), B 16 bytes
-    # per lane
+    # the copies: A transposed as it lands (a warp reads 32/A_K_LANES rows × A_K_LANES k), B 16 bytes per
+    # lane
     a_copy: gl.constexpr = gl.BlockedLayout([1, 1], [A_K_LANES, 32 // A_K_LANES], [1, WARPS], [0, 1])
     B_LANES: gl.constexpr = min(32, BLOCK_N // 4)
     b_copy: gl.constexpr = gl.BlockedLayout([1, 4], [32 // B_LANES, B_LANES], [WARPS, 1], [1, 0])
@@ -435,7 +446,7 @@ def gluon_warptile_kernel(
     # around the copies. Tiles of one parity are only copied while the other's are read.
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     HALF: gl.constexpr = STAGES // 2
-    a_layout: gl.constexpr = a_tile_layout(BLOCK_K, BLOCK_M)
+    a_layout: gl.constexpr = a_tile_layout(BLOCK_K, BLOCK_M, A_K_LANES)
     a_even = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], a_layout)
     b_even = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_N], plain)
     a_odd = gl.allocate_shared_memory(gl.float32, [HALF, BLOCK_K, BLOCK_M], a_layout)

@@ -61,7 +61,8 @@ if [ "${NCU_GLUON:-0}" = 1 ]; then  # the same stall reasons and shared-memory c
     SMEM=$SMEM,l1tex__data_pipe_lsu_wavefronts_mem_shared_op_st.sum,l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum
     timeout 240 ncu --clock-control none -k regex:"gemm|autotuned|gluon" \
         --metrics "gpu__time_duration.sum,$STALLS,$SMEM" --csv --page raw --log-file "$LOG/ncu_gluon.csv" \
-        python scripts/fp32_loop_probe.py --tiles "${TILES%%;*}" --gluon "$GLUON" --gluon-knobs "${GLUON_KNOBS:-}" \
+        python scripts/fp32_loop_probe.py --tiles "${TILES%%;*}" --gluon "${GLUON:-}" \
+        --gluon-knobs "${GLUON_KNOBS:-}" \
         --gluon-sources "${GLUON_SOURCES:-}" --sizes 4096 --rounds 0 >"$LOG/ncu_gluon.log" 2>&1
     echo "ncu rc=$?" >>"$LOG/ncu_gluon.log"
     python scripts/ncu_table.py "$LOG/ncu_gluon.csv" >"$LOG/ncu_gluon.md" 2>&1

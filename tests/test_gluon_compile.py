@@ -65,17 +65,19 @@ def offsets_of(offset_bases, shape):
 
 
 def ways(offsets):
-    """Shared-memory wavefronts one warp instruction needs at least: the most distinct 4-byte words in one bank."""
+    """The bank conflict of one warp instruction over these float offsets: the most distinct 4-byte words
+    it touches in one bank (1: conflict-free)."""
     banks = {}
     for o in offsets:
         banks.setdefault(o % 32, set()).add(o // 32)
     return max(len(words) for words in banks.values())
 
 
-def a_tile_ways(offset_bases, block_m, block_k=8, k_lanes=v11.GLUON_KNOBS["A_K_LANES"]):
-    """The worst instruction of A's copies and of its reads. A copy instruction: lane L writes (k, m) =
-    (L % k_lanes, L // k_lanes) shifted by whole lane groups (a_copy in the kernel). A read instruction: the
-    4 float4s of row k at m = 4r..4r+3 (r = 0..3) shifted by a multiple of 16 (a_frag)."""
+def a_tile_ways(offset_bases, block_m, k_lanes, block_k=8):
+    """The worst instruction of A's copies and of its reads, as the kernel's layouts lay them out. A copy
+    (a_copy, BlockedLayout [k_lanes, 32/k_lanes] lanes, k fastest): lane L writes (k, m) = (L % k_lanes,
+    L // k_lanes), shifted by whole lane groups. A read (a_frag: lanes 8r..8r+7 share a float4): the 4
+    float4s of row k at m = 4r..4r+3, r = 0..3, shifted by a multiple of 16."""
     table = offsets_of(offset_bases, (block_k, block_m))
     groups = 32 // k_lanes
     copies = max(ways([table[(L % k_lanes + k0, L // k_lanes + m0)] for L in range(32)])
@@ -84,12 +86,16 @@ def a_tile_ways(offset_bases, block_m, block_k=8, k_lanes=v11.GLUON_KNOBS["A_K_L
     return copies, reads
 
 
+@pytest.mark.parametrize("k_lanes", [2, 4, 8])
 @pytest.mark.parametrize("block_m", sorted({tile.BM for tile in v11.GLUON_CANDIDATES}))
-def test_a_tile_layout_has_no_bank_conflicts(block_m):
-    """A's transposed tile: its copies and its reads need one wavefront each, where row-major copies need 4."""
-    layout = v11.a_tile_layout(8, block_m)
-    assert a_tile_ways(layout.offset_bases, block_m) == (1, 1)
+def test_a_tile_layout_has_no_bank_conflicts(block_m, k_lanes):
+    """A's transposed tile: its copies and its reads are conflict-free, where row-major copies conflict
+    k_lanes ways, and where, without the XOR of m = 4, 8 into k's offsets, reads conflict 2 or 4 ways."""
+    bases = v11.a_tile_layout(8, block_m, k_lanes).offset_bases
+    assert a_tile_ways(bases, block_m, k_lanes) == (1, 1)
     row_major = [[0, 1 << i] for i in range(block_m.bit_length() - 1)] + [[1, 0], [2, 0], [4, 0]]
-    assert a_tile_ways(row_major, block_m) == (4, 1)
-    m_of_k = [[1, 0], [2, 0], [4, 0]] + [[0, 1 << i] for i in range(block_m.bit_length() - 1)]  # column-major
-    assert a_tile_ways(m_of_k, block_m)[1] > 1
+    assert a_tile_ways(row_major, block_m, k_lanes) == (k_lanes, 1)
+    if k_lanes < 4:
+        return  # m = 4, 8 are in the bank bits already: nothing XORed
+    no_xor = [[0, m] if k and m else [k, m] for k, m in bases]
+    assert a_tile_ways(no_xor, block_m, k_lanes) == (1, {4: 2, 8: 4}[k_lanes])

@@ -79,6 +79,9 @@ def test_the_command_line_plots_saved_results(tmp_path, capsys):
 
 def test_a_csv_reads_back_as_its_json(tmp_path):
     """compare.py --csv and --json of one run give the same document: the rows typed as Result's fields."""
+    import json
+    import math
+
     from implementations._bench import Result
     from implementations._report import ResultLog, load_document
 
@@ -86,11 +89,13 @@ def test_a_csv_reads_back_as_its_json(tmp_path):
     log = ResultLog(env, csv_path=tmp_path / "r.csv", json_path=tmp_path / "r.json")
     results = [Result("cuBLAS", "torch.matmul", "", "cublas", "fp32", 64, 64, 64, status="ok", ms=0.5, runs=10),
                Result("v11", "x", "BM=64", "cuda", "fp32", 64, 64, 64, status="ok", ms=0.7, pct_cublas=71.4,
-                      registers=128, note="chose: a, b")]
+                      registers=128, note="chose: a, b"),
+               Result("v04", "x", "TILE=16", "cuda", "fp32", 64, 64, 64, status="wrong", error=float("nan"))]
     for r in results:
         log.add(r)
     log.finish(results)
     from_csv, from_json = load_document(tmp_path / "r.csv"), load_document(tmp_path / "r.json")
     assert from_csv["environment"] == env
-    assert from_csv["results"] == from_json["results"]
-    assert from_csv["results"][1]["registers"] == 128 and from_csv["results"][0]["error"] is None
+    assert math.isnan(from_csv["results"][2].pop("error")) and math.isnan(from_json["results"][2].pop("error"))
+    assert json.dumps(from_csv["results"], sort_keys=True) == json.dumps(from_json["results"], sort_keys=True)
+    assert type(from_csv["results"][1]["registers"]) is int and from_csv["results"][0]["error"] is None
