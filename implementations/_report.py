@@ -170,6 +170,11 @@ def load_document(path: Path) -> dict:
     return doc
 
 
+def csv_env_path(csv_path: Path) -> Path:
+    """Where the environment of a results CSV is saved: beside it (a CSV has no place for it)."""
+    return Path(csv_path).with_suffix(".env.json")
+
+
 def _csv_document(path: Path) -> dict:
     kinds = {name: [t for t in (int, float) if t in (get_args(hint) or (hint,))]
              for name, hint in get_type_hints(Result).items()}  # int | None -> [int]; str -> []
@@ -186,7 +191,7 @@ def _csv_document(path: Path) -> dict:
             return None if kind else ""
         return kind[0](text) if kind else text
 
-    env_path = path.with_suffix(".env.json")
+    env_path = csv_env_path(path)
     env = json.loads(env_path.read_text(encoding="utf-8")) if env_path.exists() else {}
     return {"environment": env, "results": [{k: typed(k, v) for k, v in row.items()} for row in rows]}
 
@@ -225,7 +230,7 @@ class ResultLog:
         self._rows_written: set[int] = set()
         if self.csv_path:
             self.csv_path.parent.mkdir(parents=True, exist_ok=True)
-            self.csv_env_path = self.csv_path.with_suffix(".env.json")  # a CSV has no place for it
+            self.csv_env_path = csv_env_path(self.csv_path)
             self._csv_file = self.csv_path.open("w", newline="", encoding="utf-8")
             self._csv = csv.DictWriter(self._csv_file, RESULT_COLUMNS)
             self._csv.writeheader()

@@ -1,5 +1,7 @@
 """The plots, drawn from results saved on the H100 (docs/results) and from small made-up documents."""
 
+import json
+import math
 from pathlib import Path
 
 import numpy as np
@@ -7,6 +9,8 @@ import pytest
 from matplotlib.image import imread
 
 from implementations import _plots
+from implementations._bench import Result
+from implementations._report import ResultLog, load_document
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 # compare.py's documents (--json) and rows (--csv); a CSV's environment is the .env.json beside it
@@ -79,12 +83,6 @@ def test_the_command_line_plots_saved_results(tmp_path, capsys):
 
 def test_a_csv_reads_back_as_its_json(tmp_path):
     """compare.py --csv and --json of one run give the same document: the rows typed as Result's fields."""
-    import json
-    import math
-
-    from implementations._bench import Result
-    from implementations._report import ResultLog, load_document
-
     env = {"device": "Test GPU", "date": "2026-11-22"}
     log = ResultLog(env, csv_path=tmp_path / "r.csv", json_path=tmp_path / "r.json")
     results = [Result("cuBLAS", "torch.matmul", "", "cublas", "fp32", 64, 64, 64, status="ok", ms=0.5, runs=10),
