@@ -164,6 +164,7 @@ class Tile(NamedTuple):
     CLUSTER_M: int
     GROUP_M: int
     STREAM_K: int = 0
+    OVERLAP: int = 0
 
     def kernel(self, dtype: torch.dtype) -> str:
         return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))}>"
@@ -175,6 +176,7 @@ class Tile(NamedTuple):
 CUDA_CANDIDATES = (
     Tile(256, 4, 2, 8),
     Tile(256, 4, 2, 8, 1),  # the last, partial round of tiles dealt out by k-blocks (stream-K)
+    Tile(256, 4, 2, 8, 0, 1),  # half of C stored under the next tile's first multiplies
     Tile(256, 4, 1, 8),  # no cluster: what multicast is worth
     Tile(256, 3, 2, 8),
     Tile(256, 4, 2, 16),

@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# v15 CUDA C on a Hopper GPU in one call: its GPU tests (PYTEST_K selects them), the interleaved probe of
+# chosen tiles against cuBLAS (TILES, as scripts/v15_tile_probe.py's --tiles; SIZES, ROUNDS), one launch of
+# each under Nsight Compute at 4096³ bf16 (NCU=0 leaves it out) and compare.py's v15 rows for bf16 and fp16
+# (COMPARE=0 leaves them out). One tarball, $OUT/v15.tgz.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+export PYTHONPATH=. PYTHONUNBUFFERED=1
+LOG=$OUT/v15
+mkdir -p "$LOG"
+nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv >"$LOG/gpu.txt" 2>&1
+TILES=${TILES:-"whole tiles=256,4,2,8,0,0;stream-K=256,4,2,8,1,0"}
+timeout 300 python -m pytest -q -ra tests/test_gpu.py -k "${PYTEST_K:-v15}" >"$LOG/pytest.log" 2>&1
+echo "pytest rc=$?" >>"$LOG/pytest.log"
+timeout 240 python scripts/v15_tile_probe.py --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" --tiles "$TILES" \
+    >"$LOG/probe.log" 2>&1
+echo "probe rc=$?" >>"$LOG/probe.log"
+if [ "${NCU:-1}" = 1 ]; then
+    timeout 150 ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet" \
+        --launch-count 6 --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,sm__cycles_elapsed.avg.per_second,\
+sm__cycles_elapsed.max,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,\
+l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum \
+        python scripts/v15_tile_probe.py --sizes 4096 --dtypes bf16 --rounds 0 --tiles "$TILES" \
+        >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
+    echo "ncu rc=$?" >>"$LOG/ncu.err"
+fi
+if [ "${COMPARE:-1}" = 1 ]; then
+    for dtype in bf16 fp16; do
+        timeout 150 python compare.py --dtype $dtype --rungs 15 --sizes 4096,8192 --rounds 3 \
+            --json "$LOG/tc_$dtype.json" --markdown "$LOG/tc_$dtype.md" >"$LOG/tc_$dtype.log" 2>&1
+        echo "compare rc=$?" >>"$LOG/tc_$dtype.log"
+    done
+fi
+tar czf "$OUT/v15.tgz" -C "$OUT" v15 && rm -rf "$LOG"
