@@ -17,10 +17,8 @@ timeout 240 python scripts/v15_tile_probe.py --sizes "${SIZES:-4096,8192}" --rou
 echo "probe rc=$?" >>"$LOG/probe.log"
 if [ "${NCU:-1}" = 1 ]; then
     timeout 150 ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet" \
-        --launch-count 6 --csv --page raw --metrics gpu__time_duration.sum,dram__bytes_read.sum,\
-dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,sm__cycles_elapsed.avg.per_second,\
-sm__cycles_elapsed.max,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,\
-l1tex__data_pipe_lsu_wavefronts_mem_shared.sum,smsp__inst_executed.sum \
+        --launch-count 6 --csv --page raw --section SpeedOfLight --metrics dram__bytes_read.sum,\
+dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,smsp__inst_executed.sum \
         python scripts/v15_tile_probe.py --sizes 4096 --dtypes bf16 --rounds 0 --tiles "$TILES" \
         >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
     echo "ncu rc=$?" >>"$LOG/ncu.err"
