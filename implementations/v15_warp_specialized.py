@@ -100,6 +100,17 @@ Findings on the way there:
   one's epilogue would overlap the other's multiplies) was slower too: 93.7% and 93.0% against 94.3%
   at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt): both
   warpgroups release a slot together, so the lag takes stages out of the ring.
+- Storing half of C under the next tile's first multiplies (OVERLAP, commit cee17ff, reverted;
+  docs/results/h100_v15_overlap_probe.txt). Each k-block became two m64n128k16 groups (columns 0-127
+  and 128-255), software-pipelined so that a tile's columns 128-255 went out while the tensor cores
+  multiplied the next tile's columns 0-127. ptxas allows that only in this form: with m64n256k16 and
+  m64n128k16 on the same accumulators it serialised every wgmma (C7511), and where a loop head was
+  reached with differing groups in flight it waited for them there (C7517). The halves read A from
+  shared memory twice (L1/TEX throughput 60% -> 72%) and took their descriptors off the uniform
+  datapath (2.4x the warp instructions): in cycles it came out where whole tiles are (285.5 K against
+  284.6 K at 4096³ bf16), at a lower clock (1.565 against 1.584 GHz, the power limit), and in 5
+  interleaved rounds 1-2.6 points below whole tiles at 2048³-8192³, bf16 and fp16, except 4096³ bf16
+  (+0.4).
 - Descriptor arithmetic. Rebuilding both wgmma descriptors from addresses for every k-step cost the
   k-loop 92 SASS instructions per k-block and warp: the warpgroup index (threadIdx.x / 128) was not
   known to be warp-uniform, so the A descriptor went through vector registers and back. Computing them
@@ -164,7 +175,6 @@ class Tile(NamedTuple):
     CLUSTER_M: int
     GROUP_M: int
     STREAM_K: int = 0
-    OVERLAP: int = 0
 
     def kernel(self, dtype: torch.dtype) -> str:
         return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))}>"
@@ -176,7 +186,6 @@ class Tile(NamedTuple):
 CUDA_CANDIDATES = (
     Tile(256, 4, 2, 8),
     Tile(256, 4, 2, 8, 1),  # the last, partial round of tiles dealt out by k-blocks (stream-K)
-    Tile(256, 4, 2, 8, 0, 1),  # half of C stored under the next tile's first multiplies
     Tile(256, 4, 1, 8),  # no cluster: what multicast is worth
     Tile(256, 3, 2, 8),
     Tile(256, 4, 2, 16),

@@ -54,17 +54,16 @@ constexpr int V15_A_BYTES = V15_BM * V15_BK * 2;     // 16 KB
 constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;     // one 64-column box of B: 8 KB
 constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
-// Columns [128·FIRST, 128·(FIRST + HALVES)) of a consumer warpgroup's 64×BN block of C (accumulators d,
-// rows from row0, columns from col0; by default all of them) through its staging buffer and TMA, 128
-// columns (two 64-column boxes) at a time; BN = 64 in one box. stmatrix writes two 8-column blocks of a
-// warp's 16 rows per instruction: lane l addresses row 8·((l / 8) % 2) + l % 8 of column block l / 16.
-template <int IS_BF16, int BN, int FIRST = 0, int HALVES = (BN < 128 ? 1 : BN / 128 - FIRST)>
+// A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0) through
+// its staging buffer and TMA, 128 columns (two 64-column boxes) at a time, or BN = 64 in one box.
+// stmatrix writes two 8-column blocks of a warp's 16 rows per instruction: lane l addresses row
+// 8·((l / 8) % 2) + l % 8 of column block l / 16.
+template <int IS_BF16, int BN>
 __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned char* stage, const TmaDescriptor* c_map,
                                               int row0, int col0, unsigned barrier_id) {
     constexpr int COLS = BN < 128 ? BN : 128;  // per round
     const int lane = threadIdx.x % 32, row = 16 * (threadIdx.x % 128 / 32) + 8 * (lane / 8 % 2) + lane % 8;
-    auto fill = [&](int round) {
-        const int half = FIRST + round;
+    auto fill = [&](int half) {
 #pragma unroll
         for (int j = 16 * half; j < 16 * half + COLS / 8; j += 2) {
             const int byte = 16 * (j + lane / 16) - 256 * half;
@@ -73,22 +72,8 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned
                         pack2<IS_BF16>(d[4 * j + 6], d[4 * j + 7]));
         }
     };
-    auto origin = [&](int round, int box) { return make_int2(col0 + 128 * (FIRST + round) + 64 * box, row0); };
-    store_through_stage<HALVES, COLS / 64>(stage, c_map, barrier_id, fill, origin);
-}
-
-// Half HALF (columns 128·HALF to 128·HALF + 127) of a consumer warpgroup's 64×256 block of C: through the
-// staging buffer and TMA, or straight from registers when TMA cannot write C.
-template <int IS_BF16, int HALF>
-__device__ __forceinline__ void store_half(const float (&d)[128], unsigned char* stage, const TmaDescriptor* c_map,
-                                           unsigned short* c, int M, int N, int row0, int col0, int c_by_tma,
-                                           unsigned barrier_id) {
-    if (c_by_tma) {
-        store_via_tma<IS_BF16, 256, HALF, 1>(d, stage, c_map, row0, col0, barrier_id);
-    } else {
-        store_accumulators<IS_BF16>(*reinterpret_cast<const float(*)[64]>(&d[64 * HALF]), c, M, N, row0,
-                                    col0 + 128 * HALF);
-    }
+    auto origin = [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); };
+    store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
 }
 
 // A flag in global memory between CTAs: the release orders the warpgroup's earlier writes (through the
@@ -171,13 +156,12 @@ struct Schedule {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int OVERLAP>
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int c_by_tma, float4* __restrict__ partials, int* __restrict__ flags) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
-    static_assert(!OVERLAP || (BN == 256 && !STREAM_K), "OVERLAP: whole 128×256 tiles");
     constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
     //         for the swizzle), barriers ----
@@ -253,107 +237,52 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 mbar_arrive(&empty[s]);
             }
         };
-        if constexpr (OVERLAP) {
-            // ---- 3'. each k-block as two m64n128k16 groups, columns 0-127 (d_lo) and 128-255 (d_hi), so that a
-            //          tile's columns 128-255 can be stored while the tensor cores multiply the next tile's
-            //          columns 0-127 ----
-            float(&d_lo)[64] = *reinterpret_cast<float(*)[64]>(&d[0]);
-            float(&d_hi)[64] = *reinterpret_cast<float(*)[64]>(&d[64]);
-            unsigned char* stage = c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES;
-            // k-block kb, in slot it % STAGES once TMA has filled it, into one half (B from box `box` on).
-            auto multiply = [&](float(&acc)[64], int box, int kb) {
+        schedule.for_each([&](int t, int kb0, int kb1) {
+            int tile_m, tile_n;
+            tile_of(t, tile_m, tile_n);
+            for (int kb = kb0; kb < kb1; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
-                const u64 a_desc = a_desc0 + s * (V15_A_BYTES / 16);
-                const u64 b_desc = b_desc0 + (s * B_BYTES + box * V15_B_BOX_BYTES) / 16;
+                // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart) ----
+                const u64 a_desc = a_desc0 + s * (V15_A_BYTES / 16), b_desc = b_desc0 + s * (B_BYTES / 16);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk)
-                    wgmma_m64nk16<IS_BF16>(acc, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > 0 || kk > 0);
+                for (int kk = 0; kk < BK / 16; ++kk) {  // k-step kk: 16 k = 32 bytes of A's rows, 16 rows of B
+                    wgmma_m64nk16<IS_BF16>(d, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > kb0 || kk > 0);
+                }
                 wgmma_commit();
-            };
-            int t = cluster, kb = 0, tile_m, tile_n;
-            if (t < schedule.dp_tiles) {
-                tile_of(t, tile_m, tile_n);
-                multiply(d_lo, 0, kb);
-                multiply(d_hi, 2, kb);
-                // Every pass begins with k-block kb's two groups in flight, whichever way it came: ptxas then
-                // lets them run across the loop's head (issued in differing states, it waited for them there).
-                while (true) {
-                    if (kb + 1 < k_tiles) {
-                        ++kb, ++it;
-                        multiply(d_lo, 0, kb);
-                        multiply(d_hi, 2, kb);
-                        wgmma_wait<2>();  // the previous k-block's groups are done: release its slot
-                        release((it - 1) % STAGES);
-                        continue;
-                    }
-                    wgmma_wait<0>();
-                    fence_accumulators(d);
-                    release(it % STAGES);
-                    // ---- 4'. write back columns 0-127; columns 128-255 under the next tile's first multiplies ----
-                    const int row0 = tile_m * BM + (warpgroup - 1) * 64, col0 = tile_n * BN;
-                    store_half<IS_BF16, 0>(d, stage, &c_map, c, M, N, row0, col0, c_by_tma, warpgroup);
-                    ++it, t += clusters;
-                    if (t >= schedule.dp_tiles) {
-                        store_half<IS_BF16, 1>(d, stage, &c_map, c, M, N, row0, col0, c_by_tma, warpgroup);
-                        break;
-                    }
-                    tile_of(t, tile_m, tile_n);
-                    kb = 0;
-                    multiply(d_lo, 0, kb);
-                    store_half<IS_BF16, 1>(d, stage, &c_map, c, M, N, row0, col0, c_by_tma, warpgroup);
-                    multiply(d_hi, 2, kb);
+                // Release the previous k-block's slot, in every CTA of the cluster.
+                wgmma_wait<1>();
+                if (kb > kb0) release((it - 1) % STAGES);
+            }
+            wgmma_wait<0>();
+            fence_accumulators(d);
+            release((it - 1) % STAGES);
+            // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
+            //      last piece of its cluster's run, adds those of the runs after it ----
+            if constexpr (STREAM_K) {
+                auto part = [&](int slot) { return (slot * CLUSTER_M + rank) * 2 + warpgroup - 1; };
+                if (kb0 > 0) {
+                    save_partial(d, partials, flags, part(cluster), warpgroup);
+                    return;
+                }
+                const long long tile_end = static_cast<long long>(t - schedule.dp_tiles + 1) * k_tiles;
+                long long begin = schedule.start(cluster + 1);  // the next cluster's run: [begin, end)
+                for (int other = cluster + 1; kb1 < k_tiles && begin < tile_end; ++other) {
+                    const long long end = schedule.start(other + 1);
+                    if (end > begin) add_partial(d, partials, flags, part(other), warpgroup);  // empty runs left none
+                    begin = end;
                 }
             }
-        } else {
-            schedule.for_each([&](int t, int kb0, int kb1) {
-                int tile_m, tile_n;
-                tile_of(t, tile_m, tile_n);
-                for (int kb = kb0; kb < kb1; ++kb, ++it) {
-                    const int s = it % STAGES;
-                    mbar_wait(&full[s], (it / STAGES) & 1);
-                    // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart) ----
-                    const u64 a_desc = a_desc0 + s * (V15_A_BYTES / 16), b_desc = b_desc0 + s * (B_BYTES / 16);
-                    wgmma_fence();
-    #pragma unroll
-                    for (int kk = 0; kk < BK / 16; ++kk) {  // k-step kk: 16 k = 32 bytes of A's rows, 16 rows of B
-                        wgmma_m64nk16<IS_BF16>(d, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > kb0 || kk > 0);
-                    }
-                    wgmma_commit();
-                    // Release the previous k-block's slot, in every CTA of the cluster.
-                    wgmma_wait<1>();
-                    if (kb > kb0) release((it - 1) % STAGES);
-                }
-                wgmma_wait<0>();
-                fence_accumulators(d);
-                release((it - 1) % STAGES);
-                // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
-                //      last piece of its cluster's run, adds those of the runs after it ----
-                if constexpr (STREAM_K) {
-                    auto part = [&](int slot) { return (slot * CLUSTER_M + rank) * 2 + warpgroup - 1; };
-                    if (kb0 > 0) {
-                        save_partial(d, partials, flags, part(cluster), warpgroup);
-                        return;
-                    }
-                    const long long tile_end = static_cast<long long>(t - schedule.dp_tiles + 1) * k_tiles;
-                    long long begin = schedule.start(cluster + 1);  // the next cluster's run: [begin, end)
-                    for (int other = cluster + 1; kb1 < k_tiles && begin < tile_end; ++other) {
-                        const long long end = schedule.start(other + 1);
-                        if (end > begin) add_partial(d, partials, flags, part(other), warpgroup);  // empty runs left none
-                        begin = end;
-                    }
-                }
-                // ---- 4. write back, while the producer already fills the ring with the next tile ----
-                const int row0 = tile_m * BM + (warpgroup - 1) * 64;
-                if (c_by_tma) {
-                    store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
-                                           warpgroup);
-                } else {
-                    store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
-                }
-            });
-        }
+            // ---- 4. write back, while the producer already fills the ring with the next tile ----
+            const int row0 = tile_m * BM + (warpgroup - 1) * 64;
+            if (c_by_tma) {
+                store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
+                                       warpgroup);
+            } else {
+                store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
+            }
+        });
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read
     }
     // No CTA may exit while its peer can still multicast into it or arrive on its barriers.

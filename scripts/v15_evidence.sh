@@ -9,7 +9,7 @@ export PYTHONPATH=. PYTHONUNBUFFERED=1
 LOG=$OUT/v15
 mkdir -p "$LOG"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv >"$LOG/gpu.txt" 2>&1
-TILES=${TILES:-"whole tiles=256,4,2,8,0,0;stream-K=256,4,2,8,1,0"}
+TILES=${TILES:-"whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"}
 timeout 300 python -m pytest -q -ra tests/test_gpu.py -k "${PYTEST_K:-v15}" >"$LOG/pytest.log" 2>&1
 echo "pytest rc=$?" >>"$LOG/pytest.log"
 timeout 240 python scripts/v15_tile_probe.py --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" --tiles "$TILES" \

@@ -1,13 +1,13 @@
 """v15 tile probe (issue 4): chosen v15 CUDA C candidates, in or outside its search, beside cuBLAS.
 
     python scripts/v15_tile_probe.py [--sizes 4096,8192,2304x2048x16384] [--dtypes bf16,fp16] [--rounds 5]
-                                     [--tiles "whole tiles=256,4,2,8,0,0;overlap=256,4,2,8,0,1"]
+                                     [--tiles "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"]
 
 For each size (n for n³, or MxNxK) and dtype, in --rounds interleaved rounds: cuBLAS and each tile
-(label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K,OVERLAP; tiles outside v15's search are compiled for this
-run). Each time is a do_bench median (L2 flushed between calls); printed per round and as the median
-over rounds, as % of cuBLAS in the same round, with each kernel's normwise error, how many clusters fit
-at once and, with STREAM_K, how the schedule deals the product out.
+(label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K; tiles outside v15's search are compiled for this run). Each
+time is a do_bench median (L2 flushed between calls); printed per round and as the median over rounds,
+as % of cuBLAS in the same round, with each kernel's normwise error, how many clusters fit at once and,
+with STREAM_K, how the schedule deals the product out.
 """
 
 import argparse
@@ -20,7 +20,7 @@ from implementations import v15_warp_specialized as v15
 from implementations._check import PRECISIONS, make_inputs, reference
 from implementations._cuda import CudaSource
 
-DEFAULT_TILES = "whole tiles=256,4,2,8,0,0;overlap=256,4,2,8,0,1"
+DEFAULT_TILES = "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"
 
 
 def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
@@ -53,7 +53,7 @@ def main():
     parser.add_argument("--sizes", default="4096,8192")
     parser.add_argument("--dtypes", default="bf16,fp16")
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--tiles", default=DEFAULT_TILES, help="label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K,OVERLAP;...")
+    parser.add_argument("--tiles", default=DEFAULT_TILES, help="label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K;...")
     args = parser.parse_args()
     tiles = {label: v15.Tile(*map(int, fields.split(",")))
              for label, fields in (item.split("=") for item in args.tiles.split(";"))}
