@@ -175,6 +175,7 @@ class Tile(NamedTuple):
     CLUSTER_M: int
     GROUP_M: int
     STREAM_K: int = 0
+    SERPENTINE: int = 0
 
     def kernel(self, dtype: torch.dtype) -> str:
         return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))}>"

@@ -156,7 +156,7 @@ struct Schedule {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K>
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int SERPENTINE>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
@@ -204,7 +204,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 int tile_m, tile_n;
                 tile_of(t, tile_m, tile_n);
                 for (int kb = kb0; kb < kb1; ++kb, ++loads) {
-                    const int s = loads % STAGES, k0 = kb * BK;
+                    // SERPENTINE: every other round of tiles walks k downwards, starting where the last round's
+                    // panels were read most recently (the likeliest still in L2).
+                    const int k_block = SERPENTINE && (t / schedule.clusters) % 2 ? k_tiles - 1 - kb : kb;
+                    const int s = loads % STAGES, k0 = k_block * BK;
                     if (loads >= STAGES) mbar_wait(&empty[s], (loads / STAGES - 1) & 1);
                     mbar_expect_tx(&full[s], V15_A_BYTES + B_BYTES);
                     tma_load_2d(a_tiles + s * V15_A_BYTES, &a_map, &full[s], k0, tile_m * BM);
