@@ -181,6 +181,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     // Cluster tile t -> this CTA's (tile row, tile column): GROUP_M cluster rows at a time, column by column.
     auto tile_of = [&](int t, int& tile_m, int& tile_n) {
         grouped_tile(t, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
+        // SERPENTINE 2: every other group walks its columns right to left, so that the round crossing
+        // from one group into the next shares B panels with the round before it.
+        if (SERPENTINE == 2 && t / (GROUP_M * tiles_n) % 2) tile_n = tiles_n - 1 - tile_n;
         tile_m = tile_m * CLUSTER_M + rank;  // past M when tiles_m is odd: TMA reads zeros, stores are masked
     };
 
