@@ -57,11 +57,11 @@ tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100 worklogs
 with these techniques report 101-107%. Measured on an H100 80GB HBM3, in the same run as cuBLAS,
 `compare.py --rounds 3` (per-call event timing with an L2 flush, three rounds in alternating order,
-samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 99.8% (bf16) and 98.8% (fp16) at
-4096³, 102.3% and 102.2% at 8192³; Triton 98.9% and 99.5% at 4096³, 98.9% and 101.7% at 8192³. At 8192³
-the board's power limit spreads every kernel's calls, cuBLAS's by ±4-6% (20th to 80th percentile); the
-run before the descriptor change gave CUDA C 97.3% and 97.9% at 4096³, 100.7% and 95.9% at 8192³, and
-an fp16 run of this kernel just before the saved one 99.4% and 97.7%. Nsight Compute, one
+samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 99.9% (bf16) and 99.5% (fp16) at
+4096³, 103.0% and 101.6% at 8192³; Triton 99.3% and 98.9% at 4096³, 101.8% and 99.8% at 8192³. At 8192³
+the board's power limit spreads every kernel's calls, cuBLAS's by ±4-6% (20th to 80th percentile), and
+runs disagree by a few points: since the descriptor change CUDA C has given 98.8-100.3% at 4096³ and
+100.6-103.9% at 8192³ in compare.py's runs. Nsight Compute, one
 launch at 4096³ bf16 (docs/results/h100_ncu_tc.md): 178.1 µs for the CUDA C kernel and 178.2 µs for
 Triton's, against cuBLAS's 177.4 µs. Back to back at the power limit (scripts/steady_clocks.py,
 docs/results/h100_steady_clocks_bf16.txt), where the SM clock settles at 1.34-1.40 GHz for every kernel:
