@@ -106,8 +106,8 @@ Findings on the way there:
   upwards in every round, a round begins on the k-slices the last one read first, the likeliest to
   have left L2; every other round walking downwards cuts DRAM reads at 4096³ bf16 from 148.7 to
   130.9 MB (Nsight Compute, one launch), without measurably changing the time: in two runs of 5
-  interleaved rounds, +0.8 and +0.1 points of cuBLAS at 4096³ bf16, 0.0 and -0.6 for fp16, +0.4 to
-  +3.0 or -0.9 to -0.1 at 6144³ and 8192³. Kept for the bytes. Also walking every other group's
+  interleaved rounds, +0.8 and +0.1 points of cuBLAS at 4096³ bf16, 0.0 and -0.6 for fp16, between
+  -0.9 and +3.0 at 6144³ and 8192³. Kept for the bytes. Also walking every other group's
   columns right to left, so that the round crossing two groups shares B with the one before, cut the
   reads to 123.8 MB and was 2 points slower or faster by run: not kept.
 - Storing half of C under the next tile's first multiplies (OVERLAP, commit cee17ff, reverted;
