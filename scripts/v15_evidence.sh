@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # v15 CUDA C on a Hopper GPU in one call: its GPU tests (PYTEST_K selects them), the interleaved probe of
 # chosen tiles against cuBLAS (TILES, as scripts/v15_tile_probe.py's --tiles; SIZES, ROUNDS), one launch of
-# each under Nsight Compute at 4096³ bf16 (NCU=0 leaves it out) and compare.py's v15 rows for bf16 and fp16
-# (COMPARE=0 leaves them out). One tarball, $OUT/v15.tgz.
+# each under Nsight Compute at 4096³ bf16 (NCU=0 leaves it out; NCU_MEMORY=1 adds the memory tables)
+# and compare.py's v15 rows for bf16 and fp16 (COMPARE=0 leaves them out). One tarball, $OUT/v15.tgz.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=. PYTHONUNBUFFERED=1
@@ -22,6 +22,16 @@ dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,smsp__inst_executed
         python scripts/v15_tile_probe.py --sizes 4096 --dtypes bf16 --rounds 0 --tiles "$TILES" \
         >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
     echo "ncu rc=$?" >>"$LOG/ncu.err"
+fi
+# NCU_MEMORY=1: Nsight Compute's memory-workload tables (L1, L2 and its fabric, DRAM) for one launch of
+# cuBLAS and of each tile at 4096³ bf16, as text.
+if [ "${NCU_MEMORY:-0}" = 1 ]; then
+    timeout 200 ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet" \
+        --launch-count 6 --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+        --section SpeedOfLight --page details \
+        python scripts/v15_tile_probe.py --sizes 4096 --dtypes bf16 --rounds 0 --tiles "$TILES" \
+        >"$LOG/ncu_memory.txt" 2>"$LOG/ncu_memory.err"
+    echo "ncu rc=$?" >>"$LOG/ncu_memory.err"
 fi
 if [ "${COMPARE:-1}" = 1 ]; then
     for dtype in bf16 fp16; do
