@@ -254,13 +254,14 @@ def function_pointer(kernel) -> int:
     return kernel.kernel.ptr if hasattr(kernel, "kernel") else kernel.ptr
 
 
-def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]) -> np.void:
+def tensor_map_2d(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256) -> np.void:
     """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major fp16, bf16 or fp32 matrix.
 
     `box` = (columns, rows) of the tile one copy moves, innermost first; a box row is at most 128 bytes
     (64 16-bit or 32 fp32 elements), swizzled in 128-byte patterns in shared memory, and parts of a box
     outside the matrix read as zeros. TMA needs the row pitch to be a multiple of 16 bytes (the launchers
-    pad when not). Built by cuTensorMapEncodeTiled from cuda-python; returned as a numpy struct that
+    pad when not). `l2_promotion` (0, 64, 128 or 256 bytes): how much L2 fetches from DRAM at once on a
+    miss of a copy. Built by cuTensorMapEncodeTiled from cuda-python; returned as a numpy struct that
     CuPy passes by value.
     """
     from cuda.bindings import driver
@@ -274,13 +275,19 @@ def tensor_map_2d(t: torch.Tensor, box: tuple[int, int]) -> np.void:
         raise ValueError("tensor_map_2d takes a row-major fp16, bf16 or fp32 matrix with 16-byte aligned rows")
     if box[0] * size > 128:
         raise ValueError(f"a box row of {box[0]} elements is {box[0] * size} bytes: the 128-byte swizzle allows 128")
+    promotions = {0: driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                  64: driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+                  128: driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+                  256: driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B}
+    if l2_promotion not in promotions:
+        raise ValueError(f"l2_promotion is 0, 64, 128 or 256 bytes, not {l2_promotion}")
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
     err, tensor_map = driver.cuTensorMapEncodeTiled(
         types[t.dtype], u32(2), t.data_ptr(), [u64(cols), u64(rows)], [u64(t.stride(0) * size)],
         [u32(x) for x in box], [u32(1), u32(1)],
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
-        driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        promotions[l2_promotion],
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != driver.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err.name} (shape {rows}×{cols}, box {box})")

@@ -285,13 +285,14 @@ def resident_clusters(name: str, device: torch.device, cluster: int, smem: int) 
     return count
 
 
-def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None):
-    """(refresh, {tile: launch}) for these candidates, sharing one set of tensor maps."""
+def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2_promotion: int = 256):
+    """(refresh, {tile: launch}) for these candidates, sharing one set of tensor maps (A's and B's with
+    this L2 promotion: see tensor_map_2d)."""
     M, K = a.shape
     N = b.shape[1]
     a_t, b_t, refresh = tma_operands(a, b)
-    a_map = tensor_map_2d(a_t, (BK, BM))  # box: 64 k × 128 rows
-    b_map = tensor_map_2d(b_t, (64, BK))  # box: 64 columns × 64 k; BN / 64 per stage
+    a_map = tensor_map_2d(a_t, (BK, BM), l2_promotion)  # box: 64 k × 128 rows
+    b_map = tensor_map_2d(b_t, (64, BK), l2_promotion)  # box: 64 columns × 64 k; BN / 64 per stage
     return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile, clusters) for tile in tiles}
 
 
@@ -306,8 +307,8 @@ def one_candidate(prepare, a, b, c, tile):
     return run
 
 
-def launch_tile(a, b, c, tile: Tile, clusters: int | None = None):
-    return one_candidate(functools.partial(prepare_cuda, clusters=clusters), a, b, c, tile)
+def launch_tile(a, b, c, tile: Tile, clusters: int | None = None, l2_promotion: int = 256):
+    return one_candidate(functools.partial(prepare_cuda, clusters=clusters, l2_promotion=l2_promotion), a, b, c, tile)
 
 
 def searched_cuda(a, b, c, prepare, tile_of) -> TunedRun:

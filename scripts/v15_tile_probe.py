@@ -33,7 +33,8 @@ def schedule(M: int, N: int, K: int, tile: v15.Tile, clusters: int) -> str:
             f"{rest} tiles × {k_tiles} k-blocks = {rest * k_tiles / clusters:.1f} k-blocks per cluster")
 
 
-def probe(shape: tuple[int, int, int], dtype: str, rounds: int, tiles: dict[str, v15.Tile]) -> None:
+def probe(shape: tuple[int, int, int], dtype: str, rounds: int, tiles: dict[str, v15.Tile],
+          promotions: list[int]) -> None:
     precision = PRECISIONS[dtype]
     M, N, K = shape
     a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
@@ -41,7 +42,9 @@ def probe(shape: tuple[int, int, int], dtype: str, rounds: int, tiles: dict[str,
     c = torch.empty(M, N, device="cuda", dtype=a.dtype)
     runs = {"cuBLAS": lambda: torch.matmul(a, b, out=c)}
     for label, tile in tiles.items():
-        runs[label] = v15.launch_tile(a, b, c, tile)
+        for promotion in promotions:
+            run_label = label if promotions == [256] else f"{label}, L2 promotion {promotion} B"
+            runs[run_label] = v15.launch_tile(a, b, c, tile, l2_promotion=promotion)
         clusters = v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, v15.shared_bytes(tile))
         how = f"; {schedule(M, N, K, tile, clusters)}" if tile.STREAM_K else ""
         print(f"{M}x{N}x{K} {dtype}, {label} ({tile}): {clusters} clusters of {tile.CLUSTER_M} fit{how}", flush=True)
@@ -54,6 +57,9 @@ def main():
     parser.add_argument("--dtypes", default="bf16,fp16")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tiles", default=DEFAULT_TILES, help="label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K;...")
+    parser.add_argument("--l2-promotions", default="256",
+                        help="each tile with A's and B's tensor maps at each of these L2 promotions (0, 64, 128, "
+                             "256 bytes)")
     args = parser.parse_args()
     tiles = {label: v15.Tile(*map(int, fields.split(",")))
              for label, fields in (item.split("=") for item in args.tiles.split(";"))}
@@ -63,7 +69,7 @@ def main():
     print(torch.cuda.get_device_name(), "triton", triton.__version__, flush=True)
     for size in args.sizes.split(","):
         for dtype in args.dtypes.split(","):
-            probe(parse_size(size), dtype, args.rounds, tiles)
+            probe(parse_size(size), dtype, args.rounds, tiles, [int(p) for p in args.l2_promotions.split(",")])
 
 
 if __name__ == "__main__":
