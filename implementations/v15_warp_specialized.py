@@ -153,12 +153,13 @@ warp-stall samples, 30% are consumers waiting for their own wgmmas (the tensor p
 producer warps at the final cluster barrier, and 3.4% consumers waiting for a slot to fill. cuBLAS
 (nvjet 256×128, BK 64, 4 stages, cluster 1×2) has the same wave count. Both kernels run into the board's
 700 W limit, so what separates them in time is energy per tile as much as cycles, and cuBLAS spends
-less on the way (docs/results/h100_ncu_v15_l2.md): it reads 26.1-27.5 M sectors from L2 into the SMs against
-v15's 31.7-32.6 M (close to what v15's tiles imply: 512 tiles × 64 k-blocks × (16 KB of A + half of B's
-32 KB) = 33.5 M), with the same DRAM bytes, and issued 16.9 M warp instructions against 25.5 M before the
-descriptor change and 16.7 M after it. Neither the L2 promotion of the tensor maps (256, 128 or 0 bytes:
-the sectors move by 3%, docs/results/h100_v15_l2_promotion_probe.txt) nor the DRAM bytes (alternating
-k direction, above) explain it; in one profile at equal clocks v15 took 0.6% more cycles
+less on the way (docs/results/h100_ncu_v15_l2.md): it reads 26.1-27.5 M sectors from L2 into the SMs
+against v15's 31.7-32.6 M (close to what v15's tiles imply: 512 tiles × 64 k-blocks × (16 KB of A + half
+of B's 32 KB) = 33.5 M), with the same DRAM bytes (13% fewer since the k direction alternates), and
+issued 16.9 M warp instructions against 25.5 M before the descriptor change and 16.7 M after it. Neither
+the L2 promotion of the tensor maps (256, 128 or 0 bytes: the sectors move by 3%,
+docs/results/h100_v15_l2_promotion_probe.txt) nor the DRAM bytes (alternating k direction, above)
+explain it; in one profile at equal clocks v15 took 0.6% more cycles
 (docs/results/h100_ncu_v15_memory.txt).
 """
 
