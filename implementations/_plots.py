@@ -82,7 +82,7 @@ def ladder(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
             if pct:
                 ax.bar(x + offset, pct, width, color=color, label=name)
                 # near cuBLAS a whole number would round 99.6 up to the line: one decimal there
-                ax.annotate(f"{pct:.0f}" if pct < 95 else f"{pct:.1f}", (x + offset, pct), ha="center",
+                ax.annotate(f"{pct:.0f}" if round(pct, 1) < 95 else f"{pct:.1f}", (x + offset, pct), ha="center",
                             va="bottom", fontsize=7)
             else:  # not timed: say why in place of the bar
                 ax.annotate(r.status, (x + offset, 1), ha="center", va="bottom", rotation=90, fontsize=7,

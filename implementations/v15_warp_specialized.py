@@ -39,7 +39,8 @@ CUDA C and Triton side by side:
 | register split | `setmaxnreg.dec 40` / `setmaxnreg.inc 232` | none |
 | 128×256 tiles | two m64n256k16 warpgroups | BLOCK 128×256 in the config search |
 | clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
-| tile order | grouped over cluster tiles | GROUP_M in the persistent loop (v14's) |
+| tile order | grouped over cluster tiles, k downwards | GROUP_M in the persistent loop (v14's) |
+|  | in every other round |  |
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
 | search | CUDA_CANDIDATES, `search_fastest` (v11) | `triton.autotune` over TRITON_CONFIGS |
 
@@ -49,7 +50,8 @@ first loads are in flight during this tile's epilogue: what the CUDA producer wa
 The epilogue goes through TMA descriptor stores. So the Triton side is v14's `tma_persistent_kernel`
 with its FLATTEN and C_BY_TMA knobs on and its best Hopper configurations searched (larger tiles,
 deeper pipelines, grouped order). What this Triton version leaves out is warp specialization, the
-register split and clusters.
+register split and clusters; and the kernel does not alternate its k direction (its loop is the
+compiler's to pipeline).
 
 (*) `scripts/tensor_core_check.py` probes it: an assertion in Triton's WSLowerToken pass on a plain
 tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
@@ -59,9 +61,10 @@ with these techniques report 101-107%. Measured on an H100 80GB HBM3, in the sam
 `compare.py --rounds 3` (per-call event timing with an L2 flush, three rounds in alternating order,
 samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 99.9% (bf16) and 99.5% (fp16) at
 4096³, 103.0% and 101.6% at 8192³; Triton 99.3% and 98.9% at 4096³, 101.8% and 99.8% at 8192³. At 8192³
-the board's power limit spreads every kernel's calls, cuBLAS's by ±4-6% (20th to 80th percentile), and
-runs disagree by a few points: since the descriptor change CUDA C has given 98.8-100.3% at 4096³ and
-100.6-103.9% at 8192³ in compare.py's runs. Nsight Compute, one
+the board's power limit spreads every kernel's calls by a few percent (20th to 80th percentile; cuBLAS
+±1.6-3.3%, v15 ±3.7-4.7% in that run), and runs disagree by a few points: since the descriptor change
+the saved compare.py runs gave CUDA C 98.8-100.3% at 4096³ and 100.6-103.9% at 8192³, and one whose
+files were lost 99.4% and 97.7% (fp16). Nsight Compute, one
 launch at 4096³ bf16 (docs/results/h100_ncu_tc.md): 178.1 µs for the CUDA C kernel and 178.2 µs for
 Triton's, against cuBLAS's 177.4 µs. Back to back at the power limit (scripts/steady_clocks.py,
 docs/results/h100_steady_clocks_bf16.txt), where the SM clock settles at 1.34-1.40 GHz for every kernel:
@@ -102,14 +105,15 @@ Findings on the way there:
   at 4096³, and 1.60 against 1.40 ms at 8192³ (docs/results/h100_hopper_probe_stagger.txt): both
   warpgroups release a slot together, so the lag takes stages out of the ring.
 - The k direction (docs/results/h100_v15_serpentine_probe.txt). A persistent grid runs the tiles in
-  rounds of 66 clusters, and with GROUP_M = 8 a round shares its A panels with the next. Walking k
+  rounds of 66 clusters, and with GROUP_M = 8 a round usually shares its A panels with the next. Walking k
   upwards in every round, a round begins on the k-slices the last one read first, the likeliest to
   have left L2; every other round walking downwards cuts DRAM reads at 4096³ bf16 from 148.7 to
   130.9 MB (Nsight Compute, one launch), without measurably changing the time: in two runs of 5
   interleaved rounds, +0.8 and +0.1 points of cuBLAS at 4096³ bf16, 0.0 and -0.6 for fp16, between
   -0.9 and +3.0 at 6144³ and 8192³. Kept for the bytes. Also walking every other group's
   columns right to left, so that the round crossing two groups shares B with the one before, cut the
-  reads to 123.8 MB and was 2 points slower or faster by run: not kept.
+  reads to 123.8 MB; in its one run it was 3.9 points below to 2.4 above whole tiles by size and dtype,
+  and below the k direction alone in 5 of 6: not kept.
 - Storing half of C under the next tile's first multiplies (OVERLAP, commit cee17ff, reverted;
   docs/results/h100_v15_overlap_probe.txt). Each k-block became two m64n128k16 groups (columns 0-127
   and 128-255), software-pipelined so that a tile's columns 128-255 went out while the tensor cores
@@ -153,13 +157,13 @@ warp-stall samples, 30% are consumers waiting for their own wgmmas (the tensor p
 producer warps at the final cluster barrier, and 3.4% consumers waiting for a slot to fill. cuBLAS
 (nvjet 256×128, BK 64, 4 stages, cluster 1×2) has the same wave count. Both kernels run into the board's
 700 W limit, so what separates them in time is energy per tile as much as cycles, and cuBLAS spends
-less on the way (docs/results/h100_ncu_v15_l2.md): it reads 26.1-27.5 M sectors from L2 into the SMs
-against v15's 31.7-32.6 M (close to what v15's tiles imply: 512 tiles × 64 k-blocks × (16 KB of A + half
-of B's 32 KB) = 33.5 M), with the same DRAM bytes (13% fewer since the k direction alternates), and
-issued 16.9 M warp instructions against 25.5 M before the descriptor change and 16.7 M after it. Neither
-the L2 promotion of the tensor maps (256, 128 or 0 bytes: the sectors move by 3%,
-docs/results/h100_v15_l2_promotion_probe.txt) nor the DRAM bytes (alternating k direction, above)
-explain it; in one profile at equal clocks v15 took 0.6% more cycles
+less on the way (docs/results/h100_ncu_v15_l2.md): it reads 26.1-28.1 M sectors from L2 into the SMs
+against v15's 30.8-32.6 M (close to what v15's tiles imply: 512 tiles × 64 k-blocks × (16 KB of A + half
+of B's 32 KB) = 33.5 M), with the same DRAM reads then (148.7 against 150.4 MB; 130.9 MB, 13% below
+cuBLAS's, since the k direction alternates), and issued 16.9 M warp instructions against 25.5 M before
+the descriptor change and 16.7 M after it. Neither the L2 promotion of the tensor maps (256, 128 or 0
+bytes: the sectors move by 3-4%, docs/results/h100_v15_l2_promotion_probe.txt) nor the DRAM bytes
+(alternating k direction, above) explain it; in one profile at equal clocks v15 took 0.6% more cycles
 (docs/results/h100_ncu_v15_memory.txt).
 """
 

@@ -33,7 +33,7 @@
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2; and every other round of G tiles (G clusters)
 //     walks k downwards, so that a round begins on the k-slices its panels shared with the round before
-//     were read last: 12% fewer DRAM bytes at 4096³.
+//     were read last: 12% fewer DRAM reads at 4096³.
 //   - Stream-K (STREAM_K = 1), a search candidate. A persistent grid of G clusters takes the tiles G at
 //     a time, and when their number T is not a multiple of G the last round leaves clusters idle:
 //     8192³ in 128×256 tiles is 1024 cluster tiles, 15.5 rounds of 66, so every cluster pays for 16.
@@ -42,7 +42,8 @@
 //     announced by a flag) and adds them. Each partial costs its writer 128 KB of stores and its reader
 //     128 KB of loads, a few microseconds, and runs that cross tiles scatter the clusters over k, so L2
 //     misses more: it pays where the last round is nearly empty (2304×2048×16384: 88% of cuBLAS
-//     against 62%), not where it is nearly full (4096³, 58 of 66: 94% against 98%).
+//     against 62%), not where it is nearly full (4096³, 58 of 66: 94% against 98%; both measured
+//     before the k direction alternated).
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
@@ -131,7 +132,8 @@ __device__ __forceinline__ void add_partial(float (&d)[R], const float4* partial
 // then, with STREAM_K, its share of the last round's R = T % G tiles (stream-K): their k-blocks
 // ("units") laid end to end, each cluster taking the contiguous run [start(cluster), start(cluster + 1)).
 // A run that starts inside a tile leaves partial sums for the tile's head (the run holding k-block 0),
-// so each cluster writes at most one partial: its slot is the cluster's own.
+// so each cluster writes at most one partial: its slot is the cluster's own. k-blocks here are places
+// in a tile's walk over k; only the producer maps them to k (downwards in every other round).
 struct Schedule {
     int cluster, clusters, k_tiles, dp_tiles;
     long long sk_units;

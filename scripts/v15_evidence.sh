@@ -7,7 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PYTHONPATH=. PYTHONUNBUFFERED=1
-LOG=$OUT/v15
+LOG=${OUT:?set OUT to the folder for the tarball}/v15
 mkdir -p "$LOG"
 nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=csv >"$LOG/gpu.txt" 2>&1
 TILES=${TILES:-"whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"}
@@ -24,8 +24,9 @@ dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,smsp__inst_executed
         >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
     echo "ncu rc=$?" >>"$LOG/ncu.err"
 fi
-# NCU_MEMORY=1: Nsight Compute's memory-workload tables (L1, L2 and its fabric, DRAM) for one launch of
-# cuBLAS and of each tile at 4096³ bf16, as text.
+# NCU_MEMORY=1: Nsight Compute's memory-workload sections for one launch of cuBLAS and of each tile at
+# 4096³ bf16, as text (their summary and rule findings; the tables themselves need --print-details).
+# Both Nsight Compute steps profile the first 6 launches: cuBLAS and at most 5 tiles × L2 promotions.
 if [ "${NCU_MEMORY:-0}" = 1 ]; then
     timeout 200 ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet" \
         --launch-count 6 --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \

@@ -2,6 +2,7 @@
 
     python scripts/v15_tile_probe.py [--sizes 4096,8192,2304x2048x16384] [--dtypes bf16,fp16] [--rounds 5]
                                      [--tiles "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"]
+                                     [--l2-promotions 256,128,0]
 
 For each size (n for n³, or MxNxK) and dtype, in --rounds interleaved rounds: cuBLAS and each tile
 (label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K; tiles outside v15's search are compiled for this run). Each
@@ -58,8 +59,8 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tiles", default=DEFAULT_TILES, help="label=BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K;...")
     parser.add_argument("--l2-promotions", default="256",
-                        help="each tile with A's and B's tensor maps at each of these L2 promotions (0, 64, 128, "
-                             "256 bytes)")
+                        help="comma-separated: each tile with A's and B's tensor maps at each of these L2 "
+                             "promotions (0, 64, 128 or 256 bytes)")
     args = parser.parse_args()
     tiles = {label: v15.Tile(*map(int, fields.split(",")))
              for label, fields in (item.split("=") for item in args.tiles.split(";"))}
