@@ -42,8 +42,8 @@
 //     announced by a flag) and adds them. Each partial costs its writer 128 KB of stores and its reader
 //     128 KB of loads, a few microseconds, and runs that cross tiles scatter the clusters over k, so L2
 //     misses more: it pays where the last round is nearly empty (2304×2048×16384: 88% of cuBLAS
-//     against 62%), not where it is nearly full (4096³, 58 of 66: 94% against 98%; both measured
-//     before the k direction alternated).
+//     against 62%; 90% against 61-63% with the k direction alternating), not where it is nearly
+//     full (4096³, 58 of 66: 94% against 98%; 95% against 99%).
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
