@@ -13,26 +13,24 @@ nvidia-smi --query-gpu=name,driver_version,power.limit,clocks.max.sm --format=cs
 TILES=${TILES:-"whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"}
 timeout 300 python -m pytest -q -ra tests/test_gpu.py -k "${PYTEST_K:-v15}" >"$LOG/pytest.log" 2>&1
 echo "pytest rc=$?" >>"$LOG/pytest.log"
-timeout 240 python scripts/v15_tile_probe.py --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" --tiles "$TILES" --l2-promotions "${L2_PROMOTIONS:-256}" \
-    >"$LOG/probe.log" 2>&1
+PROBE=(python scripts/v15_tile_probe.py --tiles "$TILES" --l2-promotions "${L2_PROMOTIONS:-256}")
+timeout 240 "${PROBE[@]}" --sizes "${SIZES:-4096,8192}" --rounds "${ROUNDS:-5}" >"$LOG/probe.log" 2>&1
 echo "probe rc=$?" >>"$LOG/probe.log"
+# Both Nsight Compute steps profile the first 6 launches at 4096³ bf16: cuBLAS and at most 5 tiles × L2
+# promotions. NCU_MEMORY=1: the memory-workload sections as text (their summary and rule findings; the
+# tables themselves need --print-details).
+NCU_RUN=(ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet"
+         --launch-count 6)
+PROBE_4096=("${PROBE[@]}" --sizes 4096 --dtypes bf16 --rounds 0)
 if [ "${NCU:-1}" = 1 ]; then
-    timeout 150 ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet" \
-        --launch-count 6 --csv --page raw --section SpeedOfLight --metrics dram__bytes_read.sum,\
+    timeout 150 "${NCU_RUN[@]}" --csv --page raw --section SpeedOfLight --metrics dram__bytes_read.sum,\
 dram__bytes_write.sum,lts__t_sectors_srcunit_tex_op_read.sum,smsp__inst_executed.sum \
-        python scripts/v15_tile_probe.py --sizes 4096 --dtypes bf16 --rounds 0 --tiles "$TILES" --l2-promotions "${L2_PROMOTIONS:-256}" \
-        >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
+        "${PROBE_4096[@]}" >"$LOG/ncu.csv" 2>"$LOG/ncu.err"
     echo "ncu rc=$?" >>"$LOG/ncu.err"
 fi
-# NCU_MEMORY=1: Nsight Compute's memory-workload sections for one launch of cuBLAS and of each tile at
-# 4096³ bf16, as text (their summary and rule findings; the tables themselves need --print-details).
-# Both Nsight Compute steps profile the first 6 launches: cuBLAS and at most 5 tiles × L2 promotions.
 if [ "${NCU_MEMORY:-0}" = 1 ]; then
-    timeout 200 ncu --target-processes application-only --clock-control none -k regex:"warp_specialized|nvjet" \
-        --launch-count 6 --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
-        --section SpeedOfLight --page details \
-        python scripts/v15_tile_probe.py --sizes 4096 --dtypes bf16 --rounds 0 --tiles "$TILES" --l2-promotions "${L2_PROMOTIONS:-256}" \
-        >"$LOG/ncu_memory.txt" 2>"$LOG/ncu_memory.err"
+    timeout 200 "${NCU_RUN[@]}" --section MemoryWorkloadAnalysis --section MemoryWorkloadAnalysis_Tables \
+        --section SpeedOfLight --page details "${PROBE_4096[@]}" >"$LOG/ncu_memory.txt" 2>"$LOG/ncu_memory.err"
     echo "ncu rc=$?" >>"$LOG/ncu_memory.err"
 fi
 if [ "${COMPARE:-1}" = 1 ]; then
