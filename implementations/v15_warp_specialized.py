@@ -193,7 +193,6 @@ class Tile(NamedTuple):
     CLUSTER_M: int
     GROUP_M: int
     STREAM_K: int = 0
-    DEFER: int = 0
 
     def kernel(self, dtype: torch.dtype) -> str:
         return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))}>"
@@ -210,11 +209,6 @@ CUDA_CANDIDATES = (
     Tile(256, 4, 2, 16),
     Tile(128, 6, 2, 8),  # twice the tiles, for products whose 128×256 tiles would leave SMs idle
     Tile(64, 8, 1, 8),  # four times the tiles, for smaller products still
-    Tile(256, 4, 2, 8, 0, 1),  # C stored while the next tile's first k-block multiplies
-    Tile(256, 4, 2, 8, 0, 2),  # ... a round of it under each of the next tile's first k-blocks
-    Tile(256, 4, 2, 8, 1, 2),
-    Tile(128, 6, 2, 8, 0, 2),
-    Tile(64, 8, 1, 8, 0, 2),
 )
 KERNELS = CudaSource(__name__, [t.kernel(d) for d in IS_BF16 for t in CUDA_CANDIDATES], arch="sm_90a")
 _cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}

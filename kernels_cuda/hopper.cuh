@@ -124,20 +124,17 @@ __device__ __forceinline__ int stage_offset(int row, int byte) {
     return (byte / 128) * STAGE_BOX_BYTES + row * 128 + ((((byte % 128) / 16) ^ (row % 8)) * 16) + byte % 16;
 }
 
-// Rounds [from, to) of ROUNDS: fill(round) writes the buffer, then one thread stores boxes b < BOXES (one
-// or both halves of the buffer) at origin(round, b) (an int2: column, row of C), clipped at the matrix
-// edges. Before a round writes the buffer, the previous store must have read it; after a round's stores
-// are issued the warpgroup goes on while TMA writes. barrier_id: a named barrier used by this
-// warpgroup's 128 threads only. The rounds are unrolled, so fill sees each as a constant (registers
-// cannot be indexed at run time) whatever from and to are.
+// ROUNDS times: fill(round) writes the buffer, then one thread stores boxes b < BOXES (one or both
+// halves of the buffer) at origin(round, b) (an int2: column, row of C), clipped at the matrix edges.
+// Before a round writes the buffer, the previous store must have read it; after the last round's
+// stores are issued the warpgroup goes on while TMA writes. barrier_id: a named barrier used by this
+// warpgroup's 128 threads only.
 template <int ROUNDS, int BOXES = 2, typename Fill, typename Origin>
 __device__ __forceinline__ void store_through_stage(unsigned char* stage, const TmaDescriptor* c_map,
-                                                    unsigned barrier_id, Fill fill, Origin origin, int from = 0,
-                                                    int to = ROUNDS) {
+                                                    unsigned barrier_id, Fill fill, Origin origin) {
     const bool issuer = threadIdx.x % 128 == 0;
 #pragma unroll
     for (int round = 0; round < ROUNDS; ++round) {
-        if (round < from || round >= to) continue;
         if (issuer) bulk_wait_read<0>();
         named_barrier(barrier_id, 128);
         fill(round);

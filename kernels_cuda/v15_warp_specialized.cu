@@ -57,36 +57,26 @@ constexpr int V15_A_BYTES = V15_BM * V15_BK * 2;     // 16 KB
 constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;     // one 64-column box of B: 8 KB
 constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
-// A consumer warpgroup's accumulators rounded to packed pairs: p[i] = (d[2i], d[2i + 1]), the two adjacent
-// columns one register of an 8×8 block holds.
-template <int IS_BF16, int R>
-__device__ __forceinline__ void pack_accumulators(const float (&d)[R], unsigned (&p)[R / 2]) {
-#pragma unroll
-    for (int i = 0; i < R / 2; ++i) p[i] = pack2<IS_BF16>(d[2 * i], d[2 * i + 1]);
-}
-
-// How many rounds store_via_tma takes for a 64×BN block: 128 columns (two 64-column boxes) each.
-template <int BN>
-constexpr int C_ROUNDS = BN < 128 ? 1 : BN / 128;
-
-// Rounds [from, to) of a consumer warpgroup's 64×BN block of C (packed pairs p, rows from row0, columns
-// from col0) through its staging buffer and TMA, 128 columns (two 64-column boxes) a round, or BN = 64
-// in one box. stmatrix writes two 8-column blocks of a warp's 16 rows per instruction: lane l addresses
-// row 8·((l / 8) % 2) + l % 8 of column block l / 16.
-template <int BN>
-__device__ __forceinline__ void store_via_tma(const unsigned (&p)[BN / 4], unsigned char* stage, const TmaDescriptor* c_map,
-                                              int row0, int col0, unsigned barrier_id, int from, int to) {
+// A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0) through
+// its staging buffer and TMA, 128 columns (two 64-column boxes) at a time, or BN = 64 in one box.
+// stmatrix writes two 8-column blocks of a warp's 16 rows per instruction: lane l addresses row
+// 8·((l / 8) % 2) + l % 8 of column block l / 16.
+template <int IS_BF16, int BN>
+__device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned char* stage, const TmaDescriptor* c_map,
+                                              int row0, int col0, unsigned barrier_id) {
     constexpr int COLS = BN < 128 ? BN : 128;  // per round
     const int lane = threadIdx.x % 32, row = 16 * (threadIdx.x % 128 / 32) + 8 * (lane / 8 % 2) + lane % 8;
     auto fill = [&](int half) {
 #pragma unroll
         for (int j = 16 * half; j < 16 * half + COLS / 8; j += 2) {
             const int byte = 16 * (j + lane / 16) - 256 * half;
-            stmatrix_x4(stage + stage_offset(row, byte), p[2 * j], p[2 * j + 1], p[2 * j + 2], p[2 * j + 3]);
+            stmatrix_x4(stage + stage_offset(row, byte), pack2<IS_BF16>(d[4 * j], d[4 * j + 1]),
+                        pack2<IS_BF16>(d[4 * j + 2], d[4 * j + 3]), pack2<IS_BF16>(d[4 * j + 4], d[4 * j + 5]),
+                        pack2<IS_BF16>(d[4 * j + 6], d[4 * j + 7]));
         }
     };
     auto origin = [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); };
-    store_through_stage<C_ROUNDS<BN>, COLS / 64>(stage, c_map, barrier_id, fill, origin, from, to);
+    store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
 }
 
 // A flag in global memory between CTAs: the release orders the warpgroup's earlier writes (through the
@@ -170,7 +160,7 @@ struct Schedule {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int DEFER>
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
@@ -246,15 +236,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * 64 * 128, 16, 1024);
         const u64 b_desc0 = smem_desc(b_tiles, V15_B_BOX_BYTES, 1024);
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
-        // The last tile's C, rounded, at (c_row0, c_col0); its rounds below `stored` have gone out.
-        unsigned c_packed[BN / 4];
-        int c_row0 = 0, c_col0 = 0, stored = C_ROUNDS<BN>;
-        auto store_pending = [&](int to) {
-            if (stored >= to) return;
-            store_via_tma<BN>(c_packed, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, c_row0, c_col0, warpgroup,
-                              stored, to);
-            stored = to;
-        };
         auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
             const unsigned lane = threadIdx.x % 128;
             if constexpr (CLUSTER_M > 1) {
@@ -277,11 +258,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                     wgmma_m64nk16<IS_BF16>(d, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > kb0 || kk > 0);
                 }
                 wgmma_commit();
-                // DEFER: the last tile's C goes out while the tensor cores multiply this k-block, all of it
-                // in the first (1) or a round per k-block (2).
-                if constexpr (DEFER) {
-                    if (stored < C_ROUNDS<BN>) store_pending(DEFER == 2 ? stored + 1 : C_ROUNDS<BN>);
-                }
                 // Release the previous k-block's slot, in every CTA of the cluster.
                 wgmma_wait<1>();
                 if (kb > kb0) release((it - 1) % STAGES);
@@ -289,7 +265,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             wgmma_wait<0>();
             fence_accumulators(d);
             release((it - 1) % STAGES);
-            store_pending(C_ROUNDS<BN>);  // what a run shorter than the rounds left: c_packed is refilled below
             // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
             //      last piece of its cluster's run, adds those of the runs after it ----
             if constexpr (STREAM_K) {
@@ -309,14 +284,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             // ---- 4. write back, while the producer already fills the ring with the next tile ----
             const int row0 = tile_m * BM + (warpgroup - 1) * 64;
             if (c_by_tma) {
-                pack_accumulators<IS_BF16>(d, c_packed);
-                c_row0 = row0, c_col0 = tile_n * BN, stored = 0;
-                if constexpr (!DEFER) store_pending(C_ROUNDS<BN>);
+                store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
+                                       warpgroup);
             } else {
                 store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
             }
         });
-        store_pending(C_ROUNDS<BN>);
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read
     }
     // No CTA may exit while its peer can still multicast into it or arrive on its barriers.

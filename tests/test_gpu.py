@@ -195,30 +195,6 @@ def test_v15_stream_k_is_right_on_any_grid_run_after_run(shape, dtype):
             assert not flags.any(), (clusters, flags)
 
 
-@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
-@pytest.mark.parametrize("shape", [(1000, 1536, 777), (1000, 1531, 777), (300, 520, 64), (129, 264, 1),
-                                   (3000, 2904, 1500)], ids=param_id)
-def test_v15_deferred_stores_reach_every_tile_when_clusters_take_several(shape, dtype):
-    """DEFER stores a tile's C while the next run of k-blocks multiplies, so the path between tiles runs
-    only when a cluster takes more than one: small grids give every cluster several. Both ways of writing
-    C (TMA where its rows are 16-byte aligned, N % 8 == 0; registers otherwise), a single k-block
-    (K <= 64: runs shorter than the store's rounds) and the whole GPU's grid with the last shape."""
-    from implementations import v15_warp_specialized as v15
-
-    if gpu_skip_reason(v15.VARIANT, "cuda", dtype):
-        pytest.skip(gpu_skip_reason(v15.VARIANT, "cuda", dtype))
-    precision = PRECISIONS[dtype]
-    a, b = make_inputs(*shape, precision, "cuda", 23)
-    ref = reference(a, b)
-    for tile in (t for t in v15.CUDA_CANDIDATES if t.DEFER):
-        for clusters in (1, 3, None):
-            c = torch.empty(shape[0], shape[1], device="cuda", dtype=a.dtype)
-            poison(c)
-            v15.launch_tile(a, b, c, tile, clusters)()
-            outcome = compare(c, ref, precision.bound(shape[2]))
-            assert outcome.ok, (str(tile), clusters, outcome)
-
-
 @pytest.mark.parametrize("module, dtype", SEARCHED)
 @pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
 def test_every_triton_config_of_the_hopper_searches_is_correct_on_the_gpu(shape, module, dtype):
