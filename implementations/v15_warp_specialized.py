@@ -243,11 +243,16 @@ def cluster_tiles(M: int, N: int, tile: Tile) -> int:
     return triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
 
 
-def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None):
+TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
+
+
+def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None,
+                     timeline: torch.Tensor | None = None):
     """One CUDA candidate on prepared tensor maps (the search times these; the tests check each).
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
     or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
+    `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (scripts/v15_timeline.py).
     """
     smem = shared_bytes(tile)
     if clusters is None:
@@ -259,8 +264,12 @@ def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None 
     ctas = clusters * tile.CLUSTER_M if tile.STREAM_K else 1
     partials = torch.empty(ctas * (BM * tile.BN if tile.STREAM_K else 4), device=c.device, dtype=torch.float32)
     flags = torch.zeros(2 * ctas, device=c.device, dtype=torch.int32)
+    if timeline is None:
+        timeline = torch.empty(0, device=c.device, dtype=torch.int64)  # no elements: a null pointer, no stamps
+    elif timeline.numel() < clusters * tile.CLUSTER_M * TIMELINE_SLOTS or timeline.dtype != torch.int64:
+        raise ValueError(f"timeline: int64, {TIMELINE_SLOTS} per CTA of the {clusters * tile.CLUSTER_M}")
     return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
-                (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma, partials, flags),
+                (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma, partials, flags, timeline),
                 shared_mem=smem)
 
 
@@ -293,15 +302,16 @@ def resident_clusters(name: str, device: torch.device, cluster: int, smem: int) 
     return count
 
 
-def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2_promotion: int = 256):
+def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2_promotion: int = 256,
+                 timeline: torch.Tensor | None = None):
     """(refresh, {tile: launch}) for these candidates, sharing one set of tensor maps (A's and B's with
-    this L2 promotion: see tensor_map_2d)."""
+    this L2 promotion: see tensor_map_2d) and `timeline` (see launch_candidate)."""
     M, K = a.shape
     N = b.shape[1]
     a_t, b_t, refresh = tma_operands(a, b)
     a_map = tensor_map_2d(a_t, (BK, BM), l2_promotion)  # box: 64 k × 128 rows
     b_map = tensor_map_2d(b_t, (64, BK), l2_promotion)  # box: 64 columns × 64 k; BN / 64 per stage
-    return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile, clusters) for tile in tiles}
+    return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile, clusters, timeline) for tile in tiles}
 
 
 def one_candidate(prepare, a, b, c, tile):

@@ -7,7 +7,8 @@
 // or 64 for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups),
 // grid = CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic
 // shared memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. With STREAM_K, `partials`
-// holds BM × BN floats per CTA of the grid and `flags` two zeroed ints per CTA (left zeroed). Needs sm_90a.
+// holds BM × BN floats per CTA of the grid and `flags` two zeroed ints per CTA (left zeroed). `timeline`:
+// null, or TIMELINE_SLOTS stamps per CTA (see Timeline; scripts/v15_timeline.py reads them). Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -160,11 +161,43 @@ struct Schedule {
     }
 };
 
+// Where a CTA's time goes, for a probe: its SM, then the global timer (ns, comparable across SMs) and the
+// SM's cycle counter when its first consumer warpgroup starts and ends, and the cycle counter as it
+// finishes the multiplies of each of its first TIMELINE_TILES runs of k-blocks. Written by one thread
+// (the first consumer warpgroup's first), only when `stamps` is not null: a few stores per CTA.
+constexpr int TIMELINE_TILES = 11, TIMELINE_SLOTS = 5 + TIMELINE_TILES;
+
+struct Timeline {
+    unsigned long long* stamps;
+    int tiles = 0;
+
+    __device__ static unsigned long long global_ns() {
+        unsigned long long t;
+        asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+        return t;
+    }
+
+    __device__ explicit Timeline(unsigned long long* all)
+        : stamps(all && threadIdx.x == 128 ? all + blockIdx.x * TIMELINE_SLOTS : nullptr) {
+        if (!stamps) return;
+        unsigned sm;
+        asm volatile("mov.u32 %0, %%smid;\n" : "=r"(sm));
+        stamps[0] = sm, stamps[1] = global_ns(), stamps[2] = clock64();
+    }
+    __device__ void tile_done() {
+        if (stamps && tiles < TIMELINE_TILES) stamps[5 + tiles++] = clock64();
+    }
+    __device__ void end() {
+        if (stamps) stamps[3] = global_ns(), stamps[4] = clock64();
+    }
+};
+
 template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
-                     int c_by_tma, float4* __restrict__ partials, int* __restrict__ flags) {
+                     int c_by_tma, float4* __restrict__ partials, int* __restrict__ flags,
+                     unsigned long long* __restrict__ timeline) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
@@ -236,6 +269,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * 64 * 128, 16, 1024);
         const u64 b_desc0 = smem_desc(b_tiles, V15_B_BOX_BYTES, 1024);
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
+        Timeline trace(timeline);
         auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
             const unsigned lane = threadIdx.x % 128;
             if constexpr (CLUSTER_M > 1) {
@@ -265,6 +299,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             wgmma_wait<0>();
             fence_accumulators(d);
             release((it - 1) % STAGES);
+            trace.tile_done();
             // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
             //      last piece of its cluster's run, adds those of the runs after it ----
             if constexpr (STREAM_K) {
@@ -291,6 +326,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             }
         });
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read
+        trace.end();
     }
     // No CTA may exit while its peer can still multicast into it or arrive on its barriers.
     if constexpr (CLUSTER_M > 1) cluster_sync();

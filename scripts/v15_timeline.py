@@ -1,0 +1,113 @@
+"""Where v15 CUDA C's time goes, CTA by CTA (issue 4): the kernel's own stamps, read back after each launch.
+
+    python scripts/v15_timeline.py [--size 4096] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5]
+
+Each CTA's first consumer thread stamps its SM, the global timer (ns, one clock for all SMs) and the SM's
+cycle counter when it starts and ends, and the cycle counter as it finishes the multiplies of each of its
+first 11 tiles (kernels_cuda/v15_warp_specialized.cu, Timeline). Each launch follows an L2 flush, as in
+the benchmarks. Per launch it prints:
+- span: first start to last end (the kernel's time, less the launch and the stores still in flight);
+- start skew: first to last CTA start;
+- the tiles each CTA took, and for the CTAs that took the most, when they ended: earliest, median, last
+  (a static schedule ends with its slowest CTA; a dynamic one could give an early CTA the last tiles);
+- cycles per tile: the first (it waits for the ring to fill from DRAM) and the others, mean and spread
+  over CTAs, and the SM clock each CTA saw;
+- what a dynamic schedule could save at most: the last end less the median end of the CTAs that took
+  the most tiles.
+"""
+
+import argparse
+import statistics
+
+import numpy as np
+import torch
+import triton
+from _probe import parse_size
+
+from implementations import v15_warp_specialized as v15
+from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
+
+SM, START_NS, START_CLK, END_NS, END_CLK, TILES = range(6)
+
+
+def summarise(stamps: np.ndarray) -> dict:
+    """One launch's stamps (CTAs × TIMELINE_SLOTS) -> the figures the docstring lists."""
+    start, end = stamps[:, START_NS], stamps[:, END_NS]
+    tiles = stamps[:, TILES:]
+    taken = (tiles > 0).sum(axis=1)
+    most = taken.max()
+    busiest = taken == most
+    t0 = start.min()
+    ends = (end[busiest] - t0) / 1e3
+    ghz = (stamps[:, END_CLK] - stamps[:, START_CLK]) / (end - start)
+    marks = np.concatenate([stamps[:, START_CLK:START_CLK + 1], tiles], axis=1).astype(np.float64)
+    durations = np.diff(marks, axis=1)
+    first = durations[:, 0]
+    later = np.concatenate([durations[i, 1:taken[i]] for i in range(len(stamps))])
+    return {
+        "span_us": (end.max() - t0) / 1e3,
+        "skew_us": (start.max() - t0) / 1e3,
+        "tiles": dict(zip(*np.unique(taken, return_counts=True))),
+        "end_first_us": ends.min(), "end_median_us": float(np.median(ends)), "end_last_us": ends.max(),
+        "first_tile_kcyc": (first.mean() / 1e3, first.min() / 1e3, first.max() / 1e3),
+        "tile_kcyc": (later.mean() / 1e3, later.min() / 1e3, later.max() / 1e3) if later.size else None,
+        "ghz": (ghz.mean(), ghz.min(), ghz.max()),
+        "dynamic_saves_at_most_us": ends.max() - float(np.median(ends)),
+    }
+
+
+def report(label: str, s: dict) -> None:
+    tiles = ", ".join(f"{n} CTAs took {t}" for t, n in sorted(s["tiles"].items()))
+    f, t, g = s["first_tile_kcyc"], s["tile_kcyc"], s["ghz"]
+    later = f"; later tiles {t[0]:.1f} K cycles ({t[1]:.1f}-{t[2]:.1f})" if t else ""
+    print(f"  {label}: span {s['span_us']:.1f} µs, start skew {s['skew_us']:.2f} µs; {tiles}\n"
+          f"    the busiest CTAs ended at {s['end_first_us']:.1f} / {s['end_median_us']:.1f} / "
+          f"{s['end_last_us']:.1f} µs (earliest / median / last): a dynamic schedule could save at most "
+          f"{s['dynamic_saves_at_most_us']:.2f} µs\n"
+          f"    first tile {f[0]:.1f} K cycles ({f[1]:.1f}-{f[2]:.1f}){later}; SM clock {g[0]:.3f} GHz "
+          f"({g[1]:.3f}-{g[2]:.3f})", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", default="4096", help="n for n³, or MxNxK")
+    parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
+    parser.add_argument("--tile", default="256,4,2,8,0", help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K (a candidate)")
+    parser.add_argument("--launches", type=int, default=5)
+    args = parser.parse_args()
+    tile = v15.Tile(*map(int, args.tile.split(",")))
+    if tile not in v15.CUDA_CANDIDATES:
+        parser.error(f"--tile must be one of v15's candidates: {', '.join(map(str, v15.CUDA_CANDIDATES))}")
+    M, N, K = parse_size(args.size)
+    precision = PRECISIONS[args.dtype]
+    a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
+    c = torch.empty(M, N, device="cuda", dtype=a.dtype)
+    clusters = min(v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, v15.shared_bytes(tile)),
+                   v15.cluster_tiles(M, N, tile))
+    timeline = torch.zeros(clusters * tile.CLUSTER_M * v15.TIMELINE_SLOTS, device="cuda", dtype=torch.int64)
+    refresh, runs = v15.prepare_cuda(a, b, c, (tile,), timeline=timeline)
+    poison(c)
+    refresh()
+    runs[tile]()
+    print(f"{torch.cuda.get_device_name()} triton {triton.__version__}; {M}x{N}x{K} {args.dtype}, {tile}: "
+          f"{clusters} clusters of {tile.CLUSTER_M}; err {compare(c, reference(a, b), precision.bound(K)).error:.2e}",
+          flush=True)
+    cache = torch.empty(256 * 1024 * 1024 // 4, device="cuda", dtype=torch.int32)  # larger than the L2
+    summaries = []
+    for launch in range(args.launches):
+        cache.zero_()
+        timeline.zero_()
+        refresh()
+        runs[tile]()
+        torch.cuda.synchronize()
+        stamps = timeline.view(-1, v15.TIMELINE_SLOTS).cpu().numpy().astype(np.int64)
+        summaries.append(summarise(stamps))
+        report(f"launch {launch}", summaries[-1])
+    if len(summaries) > 1:
+        print(f"  median over {len(summaries)} launches: span "
+              f"{statistics.median(s['span_us'] for s in summaries):.1f} µs, a dynamic schedule could save at most "
+              f"{statistics.median(s['dynamic_saves_at_most_us'] for s in summaries):.2f} µs", flush=True)
+
+
+if __name__ == "__main__":
+    main()
