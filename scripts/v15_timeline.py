@@ -8,8 +8,9 @@ first 11 tiles (kernels_cuda/v15_warp_specialized.cu, Timeline). Each launch fol
 the benchmarks. Per launch it prints:
 - span: first start to last end (the kernel's time, less the launch and the stores still in flight);
 - start skew: first to last CTA start;
-- the tiles each CTA took, and for the CTAs that took the most, when they ended: earliest, median, last
-  (a static schedule ends with its slowest CTA; a dynamic one could give an early CTA the last tiles);
+- the tiles each CTA took (from the schedule), and for the CTAs that took the most, when they ended:
+  earliest, median, last (a static schedule ends with its slowest CTA; a dynamic one could give an early
+  CTA the last tiles);
 - cycles per tile: the first (it waits for the ring to fill from DRAM) and the others, mean and spread
   over CTAs, and the SM clock each CTA saw;
 - what a dynamic schedule could save at most: the last end less the median end of the CTAs that took
@@ -30,11 +31,11 @@ from implementations._check import PRECISIONS, compare, make_inputs, poison, ref
 SM, START_NS, START_CLK, END_NS, END_CLK, TILES = range(6)
 
 
-def summarise(stamps: np.ndarray) -> dict:
-    """One launch's stamps (CTAs × TIMELINE_SLOTS) -> the figures the docstring lists."""
+def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
+    """One launch's stamps (CTAs × TIMELINE_SLOTS) and the tiles each CTA took -> the figures the docstring
+    lists (cycles per tile from the first TIMELINE_TILES only)."""
     start, end = stamps[:, START_NS], stamps[:, END_NS]
     tiles = stamps[:, TILES:]
-    taken = (tiles > 0).sum(axis=1)
     most = taken.max()
     busiest = taken == most
     t0 = start.min()
@@ -43,7 +44,8 @@ def summarise(stamps: np.ndarray) -> dict:
     marks = np.concatenate([stamps[:, START_CLK:START_CLK + 1], tiles], axis=1).astype(np.float64)
     durations = np.diff(marks, axis=1)
     first = durations[:, 0]
-    later = np.concatenate([durations[i, 1:taken[i]] for i in range(len(stamps))])
+    stamped = np.minimum(taken, tiles.shape[1])
+    later = np.concatenate([durations[i, 1:stamped[i]] for i in range(len(stamps))])
     return {
         "span_us": (end.max() - t0) / 1e3,
         "skew_us": (start.max() - t0) / 1e3,
@@ -74,6 +76,7 @@ def main():
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     parser.add_argument("--tile", default="256,4,2,8,0", help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K (a candidate)")
     parser.add_argument("--launches", type=int, default=5)
+    parser.add_argument("--save", help="also write every launch's raw stamps to this .npz")
     args = parser.parse_args()
     tile = v15.Tile(*map(int, args.tile.split(",")))
     if tile not in v15.CUDA_CANDIDATES:
@@ -92,17 +95,24 @@ def main():
     print(f"{torch.cuda.get_device_name()} triton {triton.__version__}; {M}x{N}x{K} {args.dtype}, {tile}: "
           f"{clusters} clusters of {tile.CLUSTER_M}; err {compare(c, reference(a, b), precision.bound(K)).error:.2e}",
           flush=True)
+    if tile.STREAM_K:
+        parser.error("the timeline's per-CTA tile counts assume whole tiles (STREAM_K=0)")
+    # Cluster g takes cluster tiles g, g + G, ... (G clusters): the kernel's Schedule for whole tiles.
+    total = v15.cluster_tiles(M, N, tile)
+    taken = np.array([len(range(cta // tile.CLUSTER_M, total, clusters)) for cta in range(clusters * tile.CLUSTER_M)])
     cache = torch.empty(256 * 1024 * 1024 // 4, device="cuda", dtype=torch.int32)  # larger than the L2
-    summaries = []
+    summaries, raw = [], []
     for launch in range(args.launches):
         cache.zero_()
         timeline.zero_()
         refresh()
         runs[tile]()
         torch.cuda.synchronize()
-        stamps = timeline.view(-1, v15.TIMELINE_SLOTS).cpu().numpy().astype(np.int64)
-        summaries.append(summarise(stamps))
+        raw.append(timeline.view(-1, v15.TIMELINE_SLOTS).cpu().numpy())
+        summaries.append(summarise(raw[-1], taken))
         report(f"launch {launch}", summaries[-1])
+    if args.save:
+        np.savez(args.save, stamps=np.stack(raw), taken=taken, shape=(M, N, K), tile=tuple(tile))
     if len(summaries) > 1:
         print(f"  median over {len(summaries)} launches: span "
               f"{statistics.median(s['span_us'] for s in summaries):.1f} µs, a dynamic schedule could save at most "
