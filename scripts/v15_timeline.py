@@ -1,6 +1,7 @@
 """Where v15 CUDA C's time goes, CTA by CTA (issue 4): the kernel's own stamps, read back after each launch.
 
-    python scripts/v15_timeline.py [--size 4096] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5]
+    python scripts/v15_timeline.py [--size 4096] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5] [--save F.npz]
+    python scripts/v15_timeline.py --analyse F.npz [F.npz ...]     (no GPU: saved stamps)
 
 Each CTA's first consumer thread stamps its SM, the global timer (ns, one clock for all SMs) and the SM's
 cycle counter when it starts and ends, and the cycle counter as it finishes the multiplies of each of its
@@ -15,6 +16,10 @@ the benchmarks. Per launch it prints:
   over CTAs, and the SM clock each CTA saw;
 - what a dynamic schedule could save at most: the last end less the median end of the CTAs that took
   the most tiles.
+--analyse reads saved launches and asks whether a dynamic schedule would pay: whether a CTA's cycles per
+tile are its own (correlated from launch to launch, which a schedule could exploit) or chance, and, drawing
+tile times from the measured ones, the mean end of the static schedule against a greedy dynamic one (each
+tile after the first round to the cluster that frees first).
 """
 
 import argparse
@@ -58,6 +63,56 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     }
 
 
+def tile_cycles(stamps: np.ndarray, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(first, later, per_cta) for launches × CTAs × slots: each cluster's first tile and later tiles in
+    cycles (the slower CTA of the pair: both wait for the shared B), and each CTA's mean later tile per launch."""
+    marks = np.concatenate([stamps[:, :, START_CLK:START_CLK + 1], stamps[:, :, TILES:]], axis=2).astype(np.float64)
+    cycles = np.diff(marks, axis=2)
+    stamped = np.minimum(taken, cycles.shape[2])
+    per_cta = np.array([[cycles[launch, cta, 1:stamped[cta]].mean() for cta in range(cycles.shape[1])]
+                        for launch in range(cycles.shape[0])])
+    pairs = np.maximum(cycles[:, 0::2], cycles[:, 1::2])
+    first = pairs[:, :, 0].ravel()
+    later = np.concatenate([pairs[:, g, 1:stamped[2 * g]].ravel() for g in range(pairs.shape[1])])
+    return first, later, per_cta
+
+
+def simulate(first: np.ndarray, later: np.ndarray, tiles: int, clusters: int, trials: int = 2000,
+             seed: int = 0) -> tuple[float, float]:
+    """Mean end in cycles of the static schedule (cluster g takes tiles g, g + G, ...) and of a greedy
+    dynamic one, tile times drawn from the measured first and later tiles."""
+    rng = np.random.default_rng(seed)
+    static, dynamic = [], []
+    counts = np.array([len(range(g, tiles, clusters)) for g in range(clusters)])
+    for _ in range(trials):
+        starts = rng.choice(first, clusters)
+        static.append(max(starts[g] + rng.choice(later, counts[g] - 1).sum() for g in range(clusters)))
+        free = rng.choice(first, clusters)
+        for _ in range(tiles - clusters):
+            free[np.argmin(free)] += rng.choice(later)
+        dynamic.append(free.max())
+    return float(np.mean(static)), float(np.mean(dynamic))
+
+
+def analyse(path: str) -> None:
+    saved = np.load(path)
+    stamps, taken = saved["stamps"], saved["taken"]
+    first, later, per_cta = tile_cycles(stamps, taken)
+    launches = len(stamps)
+    corr = [np.corrcoef(per_cta[i], per_cta[j])[0, 1] for i in range(launches) for j in range(i + 1, launches)]
+    mean = per_cta.mean(axis=0)
+    clusters = len(taken) // 2
+    static, dynamic = simulate(first, later, int(taken[::2].sum()), clusters)
+    shape, tile = "x".join(map(str, saved["shape"])), ",".join(map(str, saved["tile"]))
+    print(f"{path}: {shape}, tile {tile}, {launches} launches\n"
+          f"  a CTA's mean later tile against the same CTA's in another launch: correlation "
+          f"{np.median(corr):+.2f} (median over pairs of launches); CTAs' means over the launches "
+          f"{mean.min() / 1e3:.1f}-{mean.max() / 1e3:.1f} K cycles, single tiles {later.min() / 1e3:.1f}-"
+          f"{later.max() / 1e3:.1f} K\n"
+          f"  static schedule {static / 1e3:.1f} K cycles, greedy dynamic {dynamic / 1e3:.1f} K: "
+          f"{1 - dynamic / static:.2%} less", flush=True)
+
+
 def report(label: str, s: dict) -> None:
     tiles = ", ".join(f"{n} CTAs took {t}" for t, n in sorted(s["tiles"].items()))
     f, t, g = s["first_tile_kcyc"], s["tile_kcyc"], s["ghz"]
@@ -77,7 +132,12 @@ def main():
     parser.add_argument("--tile", default="256,4,2,8,0", help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K (a candidate)")
     parser.add_argument("--launches", type=int, default=5)
     parser.add_argument("--save", help="also write every launch's raw stamps to this .npz")
+    parser.add_argument("--analyse", nargs="+", metavar="NPZ", help="analyse saved stamps instead (no GPU)")
     args = parser.parse_args()
+    if args.analyse:
+        for path in args.analyse:
+            analyse(path)
+        return
     tile = v15.Tile(*map(int, args.tile.split(",")))
     if tile not in v15.CUDA_CANDIDATES:
         parser.error(f"--tile must be one of v15's candidates: {', '.join(map(str, v15.CUDA_CANDIDATES))}")
@@ -112,7 +172,7 @@ def main():
         summaries.append(summarise(raw[-1], taken))
         report(f"launch {launch}", summaries[-1])
     if args.save:
-        np.savez(args.save, stamps=np.stack(raw), taken=taken, shape=(M, N, K), tile=tuple(tile))
+        np.savez_compressed(args.save, stamps=np.stack(raw), taken=taken, shape=(M, N, K), tile=tuple(tile))
     if len(summaries) > 1:
         print(f"  median over {len(summaries)} launches: span "
               f"{statistics.median(s['span_us'] for s in summaries):.1f} µs, a dynamic schedule could save at most "
