@@ -59,12 +59,12 @@ tl.load + tl.dot loop (docs/results/h100_tensor_core_check.txt).
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100 worklogs
 with these techniques report 101-107%. Measured on an H100 80GB HBM3, in the same run as cuBLAS,
 `compare.py --rounds 3` (per-call event timing with an L2 flush, three rounds in alternating order,
-samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 99.9% (bf16) and 99.5% (fp16) at
-4096³, 103.0% and 101.6% at 8192³; Triton 99.3% and 98.9% at 4096³, 101.8% and 99.8% at 8192³. At 8192³
-the board's power limit spreads every kernel's calls by a few percent (20th to 80th percentile; cuBLAS
-±1.6-3.3%, v15 ±3.7-4.7% in that run), and runs disagree by a few points: since the descriptor change
-the saved compare.py runs gave CUDA C 98.8-100.3% at 4096³ and 100.6-103.9% at 8192³, and one whose
-files were lost 99.4% and 97.7% (fp16). Nsight Compute, one
+samples pooled; docs/results/h100_tc_bf16.md, h100_tc_fp16.md): CUDA C 97.9% (bf16) and 99.3% (fp16) at
+4096³, 100.5% and 102.9% at 8192³; Triton 98.0% and 98.1% at 4096³, 100.6% and 99.5% at 8192³. At 8192³
+the board's power limit spreads every kernel's calls by a few percent (20th to 80th percentile, ±4-6% in
+that run), and runs disagree by a few points: since the descriptor change the saved compare.py runs gave
+CUDA C 97.9-100.3% at 4096³ and 100.5-103.9% at 8192³ (docs/results/h100_tc_rerun_bf16.md: 99.0% and
+102.1%), and one whose files were lost 99.4% and 97.7% (fp16). Nsight Compute, one
 launch at 4096³ bf16 (docs/results/h100_ncu_tc.md): 178.1 µs for the CUDA C kernel and 178.2 µs for
 Triton's, against cuBLAS's 177.4 µs. Back to back at the power limit (scripts/steady_clocks.py,
 docs/results/h100_steady_clocks_bf16.txt), where the SM clock settles at 1.34-1.40 GHz for every kernel:
@@ -125,6 +125,20 @@ Findings on the way there:
   284.6 K at 4096³ bf16), at a lower clock (1.565 against 1.584 GHz, the power limit), and in 5
   interleaved rounds 1-2.6 points below whole tiles at 2048³-8192³, bf16 and fp16, except 4096³ bf16
   (+0.4).
+- C kept in registers and stored under the next tile's first multiplies (DEFER, commit c99ac46,
+  reverted; docs/results/h100_v15_defer_probe.txt). Each consumer rounded its accumulators into 64
+  registers of packed pairs (ptxas gave the consumer region 217 registers after setmaxnreg.inc, no
+  spills) and issued the next tile's first k-block before storing them, all of C at once or a round per
+  k-block. Under Nsight Compute it took 1.1-1.6% more cycles than storing at once (289.2 K and 290.6 K
+  against 286.0 K at 4096³ bf16; 18% more warp instructions from the pending-store test in the k-loop),
+  and in 5 interleaved rounds it was within noise (-0.9 to +1.0 points of cuBLAS). With OVERLAP above,
+  the second way of taking the store off the tensor cores' path that did not buy time.
+- The schedule's tail (docs/results/h100_v15_timeline.txt; scripts/v15_timeline.py reads a timeline
+  the kernel writes when given one). At 4096³ a tile after the first takes 67.4-67.8 K cycles, 97.2% of
+  the tensor cores' peak for 128×256×4096, the first 69-71 K while the ring fills from DRAM; the busiest
+  CTAs end 2-2.4 µs apart. A CTA's speed is chance, not its SM's (its mean tile time does not carry from
+  one launch to the next: correlation -0.05 to +0.13), so a dynamic tile schedule, simulated from the
+  measured tile times, would end only 0.2-0.3% sooner at 4096³ (0.1-0.2% at 6144³ and 8192³): not built.
 - Descriptor arithmetic. Rebuilding both wgmma descriptors from addresses for every k-step cost the
   k-loop 92 SASS instructions per k-block and warp: the warpgroup index (threadIdx.x / 128) was not
   known to be warp-uniform, so the A descriptor went through vector registers and back. Computing them

@@ -49,7 +49,7 @@ by TMA stores (from registers when N % 4 != 0).
 
 What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS.
 Measured at 4096³ (H100 80GB HBM3, same run as cuBLAS TF32, docs/results/h100_tc_tf32.md): CUDA C
-91.4%, Triton 91.4% (92.2% and 91.6%, 92.8% and 90.8% in earlier runs). Before the TMA-store epilogue
+92.7%, Triton 91.7% (91.4% and 91.4%, 92.2% and 91.6%, 92.8% and 90.8% in earlier runs). Before the TMA-store epilogue
 the CUDA side was at 91.1% (Triton 89.3% in that run, 90.7-92.6% in others); with CUDA-graph timing it
 was 99.5% and Triton 93.9%. Error 4.7e-4 against cuBLAS's 2.9e-4, consistent with A being truncated to
 tf32 by the tensor core (only Bᵀ is rounded here) where cuBLAS rounds both. What limits it: the wait
