@@ -195,6 +195,34 @@ def test_v15_stream_k_is_right_on_any_grid_run_after_run(shape, dtype):
             assert not flags.any(), (clusters, flags)
 
 
+def test_v15_timeline_stamps_each_cta_in_order_and_leaves_the_product_right():
+    """The probe's timeline (scripts/v15_timeline.py): every CTA of the grid stamps a real SM, a start
+    before its end, and one rising cycle stamp per tile it took (3 clusters over 12 cluster tiles: 4 each),
+    zeros after; the product is as right as without it."""
+    from implementations import v15_warp_specialized as v15
+
+    if gpu_skip_reason(v15.VARIANT, "cuda", "bf16"):
+        pytest.skip(gpu_skip_reason(v15.VARIANT, "cuda", "bf16"))
+    precision = PRECISIONS["bf16"]
+    a, b = make_inputs(768, 1024, 200, precision, "cuda", 29)
+    c = torch.empty(768, 1024, device="cuda", dtype=a.dtype)
+    poison(c)
+    tile, clusters = v15.Tile(256, 4, 2, 8), 3
+    timeline = torch.zeros(clusters * 2 * v15.TIMELINE_SLOTS, device="cuda", dtype=torch.int64)
+    refresh, runs = v15.prepare_cuda(a, b, c, (tile,), clusters, timeline=timeline)
+    refresh()
+    runs[tile]()
+    assert compare(c, reference(a, b), precision.bound(200)).ok
+    stamps = timeline.view(clusters * 2, v15.TIMELINE_SLOTS).cpu()
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for cta in stamps:
+        sm, start_ns, start_clk, end_ns, end_clk, *tiles = cta.tolist()
+        assert 0 <= sm < sms and 0 < start_ns <= end_ns, cta
+        marks = [start_clk, *tiles[:4], end_clk]
+        assert all(x < y for x, y in zip(marks, marks[1:])), cta
+        assert not any(tiles[4:]), cta
+
+
 @pytest.mark.parametrize("module, dtype", SEARCHED)
 @pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
 def test_every_triton_config_of_the_hopper_searches_is_correct_on_the_gpu(shape, module, dtype):
