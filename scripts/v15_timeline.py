@@ -36,6 +36,13 @@ from implementations._check import PRECISIONS, compare, make_inputs, poison, ref
 SM, START_NS, START_CLK, END_NS, END_CLK, TILES = range(6)
 
 
+def cycles_per_tile(stamps: np.ndarray) -> np.ndarray:
+    """Cycles from each CTA's start to its first tile's end, then from each tile's end to the next's (the
+    last axis: TIMELINE_TILES; zeros and negatives past the tiles a CTA took)."""
+    marks = np.concatenate([stamps[..., START_CLK:START_CLK + 1], stamps[..., TILES:]], axis=-1)
+    return np.diff(marks.astype(np.float64), axis=-1)
+
+
 def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     """One launch's stamps (CTAs × TIMELINE_SLOTS) and the tiles each CTA took -> the figures the docstring
     lists (cycles per tile from the first TIMELINE_TILES only)."""
@@ -46,8 +53,7 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     t0 = start.min()
     ends = (end[busiest] - t0) / 1e3
     ghz = (stamps[:, END_CLK] - stamps[:, START_CLK]) / (end - start)
-    marks = np.concatenate([stamps[:, START_CLK:START_CLK + 1], tiles], axis=1).astype(np.float64)
-    durations = np.diff(marks, axis=1)
+    durations = cycles_per_tile(stamps)
     first = durations[:, 0]
     stamped = np.minimum(taken, tiles.shape[1])
     later = np.concatenate([durations[i, 1:stamped[i]] for i in range(len(stamps))])
@@ -66,8 +72,7 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
 def tile_cycles(stamps: np.ndarray, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first, later, per_cta) for launches × CTAs × slots: each cluster's first tile and later tiles in
     cycles (the slower CTA of the pair: both wait for the shared B), and each CTA's mean later tile per launch."""
-    marks = np.concatenate([stamps[:, :, START_CLK:START_CLK + 1], stamps[:, :, TILES:]], axis=2).astype(np.float64)
-    cycles = np.diff(marks, axis=2)
+    cycles = cycles_per_tile(stamps)
     stamped = np.minimum(taken, cycles.shape[2])
     per_cta = np.array([[cycles[launch, cta, 1:stamped[cta]].mean() for cta in range(cycles.shape[1])]
                         for launch in range(cycles.shape[0])])
