@@ -69,16 +69,18 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     }
 
 
-def tile_cycles(stamps: np.ndarray, taken: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def tile_cycles(stamps: np.ndarray, taken: np.ndarray, cluster: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(first, later, per_cta) for launches × CTAs × slots: each cluster's first tile and later tiles in
-    cycles (the slower CTA of the pair: both wait for the shared B), and each CTA's mean later tile per launch."""
+    cycles (its slowest CTA's: a cluster's CTAs wait for each other's share of B), and each CTA's mean
+    later tile per launch."""
     cycles = cycles_per_tile(stamps)
     stamped = np.minimum(taken, cycles.shape[2])
     per_cta = np.array([[cycles[launch, cta, 1:stamped[cta]].mean() for cta in range(cycles.shape[1])]
                         for launch in range(cycles.shape[0])])
-    pairs = np.maximum(cycles[:, 0::2], cycles[:, 1::2])
-    first = pairs[:, :, 0].ravel()
-    later = np.concatenate([pairs[:, g, 1:stamped[2 * g]].ravel() for g in range(pairs.shape[1])])
+    launches, ctas, slots = cycles.shape
+    clusters = cycles.reshape(launches, ctas // cluster, cluster, slots).max(axis=2)
+    first = clusters[:, :, 0].ravel()
+    later = np.concatenate([clusters[:, g, 1:stamped[cluster * g]].ravel() for g in range(clusters.shape[1])])
     return first, later, per_cta
 
 
@@ -102,12 +104,12 @@ def simulate(first: np.ndarray, later: np.ndarray, tiles: int, clusters: int, tr
 def analyse(path: str) -> None:
     saved = np.load(path)
     stamps, taken = saved["stamps"], saved["taken"]
-    first, later, per_cta = tile_cycles(stamps, taken)
+    cluster = int(v15.Tile(*map(int, saved["tile"])).CLUSTER_M)
+    first, later, per_cta = tile_cycles(stamps, taken, cluster)
     launches = len(stamps)
     corr = [np.corrcoef(per_cta[i], per_cta[j])[0, 1] for i in range(launches) for j in range(i + 1, launches)]
     mean = per_cta.mean(axis=0)
-    clusters = len(taken) // 2
-    static, dynamic = simulate(first, later, int(taken[::2].sum()), clusters)
+    static, dynamic = simulate(first, later, int(taken[::cluster].sum()), len(taken) // cluster)
     shape, tile = "x".join(map(str, saved["shape"])), ",".join(map(str, saved["tile"]))
     print(f"{path}: {shape}, tile {tile}, {launches} launches\n"
           f"  a CTA's mean later tile against the same CTA's in another launch: correlation "
