@@ -1,19 +1,13 @@
 #!/usr/bin/env python3
 """Every matrix-multiplication rung in raw CUDA C and in Triton, checked against torch, timed against cuBLAS.
 
-Run `python compare.py --help` for the options. All logic lives in the `implementations` package.
+`python compare.py --help` lists the options; `triton-vs-cuda` is the same command once installed. All
+logic lives in the `implementations` package (implementations/core/cli.py).
 """
 
-import os
 import sys
 
-import torch
-
-if not torch.cuda.is_available():
-    # Triton reads this when the kernel modules are imported, so it must be set before that import.
-    os.environ.setdefault("TRITON_INTERPRET", "1")
-
-from implementations._cli import main  # noqa: E402
+from implementations.core.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -7,6 +7,6 @@
 Set TRITON_INTERPRET=1 before this import to run the Triton kernels on the CPU.
 """
 
-from ._registry import LANGS, Variant, all_variants, config_label, select
+from .core.registry import LANGS, Variant, all_variants, config_label, select
 
 __all__ = ["LANGS", "Variant", "all_variants", "config_label", "select"]

@@ -33,8 +33,8 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, bind, check_grid
-from ._registry import Variant
+from .core.cuda_c import CudaSource, bind, check_grid
+from .core.registry import Variant
 
 KERNELS = CudaSource(__name__, ["naive"])
 THREADS = 32  # CUDA block: 32×32 threads

@@ -45,10 +45,10 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, bind, check_grid
-from ._registry import Variant
-from ._triton import check_blocks
-from ._validate import check_tile
+from .core.cuda_c import CudaSource, bind, check_grid
+from .core.registry import Variant
+from .core.triton_util import check_blocks
+from .core.validate import check_tile
 
 CUDA_TILES = (8, 16, 32)  # TILE² threads per block: 64 would be 4096 threads, above CUDA's 1024
 KERNELS = CudaSource(__name__, [f"smem_tiling<{t}>" for t in CUDA_TILES])

@@ -33,9 +33,9 @@ cycles are used.
 import numpy as np
 import triton
 
-from ._cuda import CudaSource, bind
-from ._registry import Variant
-from ._triton import check_blocks, warps_for
+from .core.cuda_c import CudaSource, bind
+from .core.registry import Variant
+from .core.triton_util import check_blocks, warps_for
 from .v03_smem_tiling import launch_smem_tiling
 
 BK = 8

@@ -43,9 +43,9 @@ conflicts are still there (268 M of 671 M load wavefronts).
 import numpy as np
 import triton
 
-from ._cuda import CudaSource, bind, rows_aligned
-from ._registry import Variant
-from ._triton import check_blocks, warps_for
+from .core.cuda_c import CudaSource, bind, rows_aligned
+from .core.registry import Variant
+from .core.triton_util import check_blocks, warps_for
 from .v03_smem_tiling import launch_smem_tiling
 
 BK = 8

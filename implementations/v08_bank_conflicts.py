@@ -54,9 +54,9 @@ with the B float4 stores (not investigated further).
 import numpy as np
 import triton
 
-from ._cuda import CudaSource, bind, rows_aligned
-from ._registry import Variant
-from ._triton import check_blocks, warps_for
+from .core.cuda_c import CudaSource, bind, rows_aligned
+from .core.registry import Variant
+from .core.triton_util import check_blocks, warps_for
 from .v03_smem_tiling import launch_smem_tiling
 
 BK = 8

@@ -38,9 +38,9 @@ floats from shared memory per 64 FMAs, and v10 changes that.
 import numpy as np
 import triton
 
-from ._cuda import CudaSource, bind, rows_aligned
-from ._registry import Variant
-from ._triton import check_blocks, warps_for
+from .core.cuda_c import CudaSource, bind, rows_aligned
+from .core.registry import Variant
+from .core.triton_util import check_blocks, warps_for
 from .v03_smem_tiling import launch_smem_tiling
 
 BK = 8

@@ -66,9 +66,9 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, bind, check_grid, cpp_bool, rows_aligned
-from ._registry import Variant
-from ._triton import check_blocks, warps_for
+from .core.cuda_c import CudaSource, bind, check_grid, cpp_bool, rows_aligned
+from .core.registry import Variant
+from .core.triton_util import check_blocks, warps_for
 
 BK, STAGES = 8, 3  # CUDA: K step and pipeline depth
 BLOCK_K, NUM_STAGES = 32, 3  # Triton

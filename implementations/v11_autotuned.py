@@ -131,8 +131,8 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from triton.runtime.interpreter import InterpretedFunction
 from triton.testing import do_bench
 
-from ._cuda import CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
-from ._registry import TunedRun, Variant
+from .core.cuda_c import CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
+from .core.registry import TunedRun, Variant
 from .v10_warptiling import block_tile
 
 

@@ -40,9 +40,9 @@ import torch
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, bind, check_grid, rows_aligned
-from ._registry import Variant
-from ._triton import check_blocks, warps_for
+from .core.cuda_c import CudaSource, bind, check_grid, rows_aligned
+from .core.registry import Variant
+from .core.triton_util import check_blocks, warps_for
 from .v11_autotuned import grouped_tile
 
 CUDA_TYPES = {torch.float16: "__half", torch.bfloat16: "__nv_bfloat16"}

@@ -47,8 +47,8 @@ import numpy as np
 import torch
 import triton
 
-from ._cuda import CudaSource, bind, rows_aligned
-from ._registry import Variant
+from .core.cuda_c import CudaSource, bind, rows_aligned
+from .core.registry import Variant
 from .v12_wmma import launch_dot
 
 TILE = {"BM": 128, "BN": 128, "WM": 64, "WN": 64}

@@ -43,8 +43,8 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ._cuda import CudaSource, bind, check_grid, tensor_map_2d
-from ._registry import Variant
+from .core.cuda_c import CudaSource, bind, check_grid, tensor_map_2d
+from .core.registry import Variant
 from .v11_autotuned import grouped_tile
 
 BM, BN, BK = 128, 128, 64

@@ -190,9 +190,9 @@ import triton
 from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from ._cuda import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
-from ._cuda import cupy as kernel_cupy
-from ._registry import TunedRun, Variant
+from .core.cuda_c import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
+from .core.cuda_c import cupy as kernel_cupy
+from .core.registry import TunedRun, Variant
 from .v11_autotuned import block_of, describe, search_fastest
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands,
                             tma_persistent_kernel, zero_product)

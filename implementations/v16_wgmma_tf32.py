@@ -63,8 +63,8 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from ._cuda import CudaSource, bind, tensor_map_2d
-from ._registry import Variant
+from .core.cuda_c import CudaSource, bind, tensor_map_2d
+from .core.registry import Variant
 from .v11_autotuned import grouped_tile
 from .v14_wgmma_tma import BARRIER_BYTES, sm_count, tma_operands
 from .v15_warp_specialized import (C_STAGE_BYTES, c_tensor_map, launch_with_config, one_candidate, searched_cuda,

@@ -9,7 +9,7 @@ import statistics
 
 from triton.testing import do_bench
 
-from implementations._check import compare, poison
+from implementations.core.check import compare, poison
 
 
 def parse_size(size: str) -> tuple[int, int, int]:

@@ -28,9 +28,9 @@ import triton
 from _probe import check_then_time, parse_size
 
 from implementations import v11_autotuned as v11
-from implementations._check import PRECISIONS, make_inputs, reference
-from implementations._cuda import COMPILE_OPTIONS, _cupy_stream, _kernel_arg, cpp_bool, cupy, rows_aligned
-from implementations._env import set_fp32_matmul
+from implementations.core.check import PRECISIONS, make_inputs, reference
+from implementations.core.cuda_c import COMPILE_OPTIONS, _cupy_stream, _kernel_arg, cpp_bool, cupy, rows_aligned
+from implementations.core.env import set_fp32_matmul
 
 DEFAULT_TILES = "128,256,8,64,64,3,16;128,128,8,32,64,3,8"
 

@@ -15,9 +15,10 @@ import torch
 from tabulate import tabulate
 from triton.testing import do_bench, do_bench_cudagraph
 
-from implementations import _bench, select
-from implementations._check import PRECISIONS, make_inputs
-from implementations._env import set_fp32_matmul
+from implementations import select
+from implementations.core import bench
+from implementations.core.check import PRECISIONS, make_inputs
+from implementations.core.env import set_fp32_matmul
 
 
 def host_us(run, calls=300) -> float:
@@ -31,7 +32,7 @@ def host_us(run, calls=300) -> float:
 
 
 def runs(a, b, rungs):
-    yield "cuBLAS", _bench.cublas_prepare(a, b).run
+    yield "cuBLAS", bench.cublas_prepare(a, b).run
     for v in select(rungs):
         for lang in ("cuda", "triton"):
             yield f"{v.tag} {lang}", v.prepare(lang, a, b, **v.configs[0]).run

@@ -1,9 +1,9 @@
 """Nsight Compute's raw CSV (ncu --csv --page raw) as one Markdown row per profiled launch.
 
     python scripts/ncu_table.py ncu.csv --labels order.txt
-`--labels`: the output of `python -m implementations._profile`, whose "profiled i: {...}" lines name
+`--labels`: the output of `python -m implementations.tools.profile`, whose "profiled i: {...}" lines name
 the rows in launch order (one kernel per launch: the fp32 rungs and cuBLAS's fp32 GEMM). For any
-metric list, keyed by each kernel's NVTX range, `compare.py --ncu` (implementations/_ncu.py) is the tool.
+metric list, keyed by each kernel's NVTX range, `compare.py --ncu` (implementations/ncu.py) is the tool.
 """
 
 import argparse
@@ -15,7 +15,7 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from implementations._profile import describe, read_child_output  # noqa: E402
+from implementations.tools.profile import describe, read_child_output  # noqa: E402
 
 SHORT = {
     "gpu__time_duration.sum": "time",

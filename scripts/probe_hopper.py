@@ -16,8 +16,8 @@ from triton.testing import do_bench
 
 from implementations import v15_warp_specialized as v15
 from implementations import v16_wgmma_tf32 as v16
-from implementations._check import PRECISIONS, compare, make_inputs, reference
-from implementations._env import set_fp32_matmul
+from implementations.core.check import PRECISIONS, compare, make_inputs, reference
+from implementations.core.env import set_fp32_matmul
 from implementations.v11_autotuned import describe
 from implementations.v14_wgmma_tma import launch_tma_persistent
 

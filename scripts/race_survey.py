@@ -18,9 +18,10 @@ from tabulate import tabulate
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from implementations import _bench, config_label, select  # noqa: E402
-from implementations._check import PRECISIONS  # noqa: E402
-from implementations._cli import parse_sizes  # noqa: E402
+from implementations import config_label, select
+from implementations.core import bench  # noqa: E402
+from implementations.core.check import PRECISIONS  # noqa: E402
+from implementations.core.cli import parse_sizes  # noqa: E402
 
 
 def main() -> int:
@@ -39,7 +40,7 @@ def main() -> int:
                 errors, failures = [], []
                 for _ in range(args.runs):
                     seed += 1
-                    r = _bench.measure(
+                    r = bench.measure(
                         rung=variant.tag, name=variant.name, config=config_label(config), impl=lang,
                         precision=precision, shape=shape, device=torch.device("cuda"), seed=seed,
                         prepare=lambda a, b, lang=lang, config=config: variant.prepare(lang, a, b, **config),

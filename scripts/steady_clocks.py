@@ -22,8 +22,8 @@ import torch
 from launch_overhead import runs
 from tabulate import tabulate
 
-from implementations._check import PRECISIONS, make_inputs
-from implementations._env import set_fp32_matmul
+from implementations.core.check import PRECISIONS, make_inputs
+from implementations.core.env import set_fp32_matmul
 
 QUERY = "timestamp,clocks.sm,power.draw"
 

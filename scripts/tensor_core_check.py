@@ -13,9 +13,10 @@ import time
 
 import torch
 
-from implementations import _bench, select
-from implementations._check import PRECISIONS
-from implementations._env import set_fp32_matmul
+from implementations import select
+from implementations.core import bench
+from implementations.core.check import PRECISIONS
+from implementations.core.env import set_fp32_matmul
 from tests.helpers import candidate
 
 SHAPES = [(1, 1, 1), (17, 33, 5), (97, 61, 130), (33, 128, 47), (1000, 1531, 777), (2048, 384, 4100), (300, 520, 64)]
@@ -47,10 +48,10 @@ def check_searched_candidates(large: int) -> int:
                         return candidate(a, b, lambda c: launch(a, b, c))
 
                     start = time.perf_counter()
-                    r = _bench.measure(rung=rung.VARIANT.tag, name=label, config="", impl=label.split()[0],
+                    r = bench.measure(rung=rung.VARIANT.tag, name=label, config="", impl=label.split()[0],
                                        precision=PRECISIONS[dtype], shape=shape, device=torch.device("cuda"), seed=8,
                                        prepare=prepare)
-                    failures += r.status != _bench.STATUS_OK
+                    failures += r.status != bench.STATUS_OK
                     report(f"{rung.VARIANT.tag} {label} {dtype}", shape, r, start)
     return failures
 
@@ -89,11 +90,11 @@ def main() -> int:
             for lang in ("cuda", "triton"):
                 for shape in [*SHAPES, (args.large,) * 3]:
                     start = time.perf_counter()
-                    r = _bench.measure(
+                    r = bench.measure(
                         rung=v.tag, name=v.name, config="", impl=lang, precision=PRECISIONS[dtype], shape=shape,
                         device=torch.device("cuda"), seed=7,
                         prepare=lambda a, b, v=v, lang=lang: v.prepare(lang, a, b, **v.configs[0]))
-                    failures += r.status != _bench.STATUS_OK
+                    failures += r.status != bench.STATUS_OK
                     report(f"{v.tag} {lang:6} {dtype}", shape, r, start)
     failures += check_searched_candidates(args.large)
     probe_warp_specialize()

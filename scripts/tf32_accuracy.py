@@ -14,8 +14,8 @@ import torch
 from tabulate import tabulate
 from triton.testing import do_bench
 
-from implementations._check import PRECISIONS, compare, make_inputs, reference
-from implementations._env import set_fp32_matmul
+from implementations.core.check import PRECISIONS, compare, make_inputs, reference
+from implementations.core.env import set_fp32_matmul
 from implementations.v12_wmma import launch_dot
 from implementations.v13_mma_sync import VARIANT as V13
 from implementations.v16_wgmma_tf32 import VARIANT as V16

@@ -16,7 +16,7 @@ from triton.testing import do_bench
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from implementations import v11_autotuned as v11  # noqa: E402
-from implementations._env import set_fp32_matmul  # noqa: E402
+from implementations.core.env import set_fp32_matmul  # noqa: E402
 
 TILES = [(64, 128), (128, 64), (64, 64), (128, 128), (64, 256), (32, 128), (128, 32), (32, 256)]
 SMEM_LIMIT = 200_000  # bytes of pipelined buffers Triton may allocate (H100: 227 KB per block)

@@ -23,8 +23,8 @@ from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from implementations._env import set_fp32_matmul  # noqa: E402
-from implementations._triton import unspecialized  # noqa: E402
+from implementations.core.env import set_fp32_matmul  # noqa: E402
+from implementations.core.triton_util import unspecialized  # noqa: E402
 from implementations.v03_smem_tiling import smem_tiling_kernel  # noqa: E402
 from implementations.v10_warptiling import warptiling_kernel  # noqa: E402
 

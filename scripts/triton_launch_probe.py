@@ -17,14 +17,14 @@ from launch_overhead import host_us
 from tabulate import tabulate
 from triton.testing import do_bench, do_bench_cudagraph
 
-from implementations import _bench
+from implementations.core import bench
 from implementations import v14_wgmma_tma as v14
 from implementations import v15_warp_specialized as v15
-from implementations._check import PRECISIONS, make_inputs
+from implementations.core.check import PRECISIONS, make_inputs
 
 
 def launches(a, b, c):
-    yield "cuBLAS", _bench.cublas_prepare(a, b).run
+    yield "cuBLAS", bench.cublas_prepare(a, b).run
     tuned = v15.warp_specialized_triton(a, b, c)
     tuned()  # the search, outside the timing
     best = v15.tuned_kernel.best_config

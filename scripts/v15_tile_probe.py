@@ -18,8 +18,8 @@ import triton
 from _probe import check_then_time, parse_size
 
 from implementations import v15_warp_specialized as v15
-from implementations._check import PRECISIONS, make_inputs, reference
-from implementations._cuda import CudaSource
+from implementations.core.check import PRECISIONS, make_inputs, reference
+from implementations.core.cuda_c import CudaSource
 
 DEFAULT_TILES = "whole tiles=256,4,2,8,0;stream-K=256,4,2,8,1"
 

@@ -31,7 +31,7 @@ import triton
 from _probe import parse_size
 
 from implementations import v15_warp_specialized as v15
-from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations.core.check import PRECISIONS, compare, make_inputs, poison, reference
 
 SM, START_NS, START_CLK, END_NS, END_CLK, TILES = range(6)
 

@@ -4,8 +4,8 @@ import itertools
 
 import torch
 
-from implementations import _bench
-from implementations._check import PRECISIONS
+from implementations.core import bench
+from implementations.core.check import PRECISIONS
 
 # Awkward on purpose: a single element, primes, shapes that are not multiples of any tile, non-square,
 # and one multiple of every tile.
@@ -14,9 +14,9 @@ AWKWARD_SHAPES = [(1, 1, 1), (17, 33, 5), (97, 61, 130), (33, 128, 47), (64, 64,
 _seeds = itertools.count(1000)
 
 
-def checked_run(variant, lang, shape, device, dtype="fp32", **config) -> _bench.Result:
+def checked_run(variant, lang, shape, device, dtype="fp32", **config) -> bench.Result:
     """Fresh inputs, NaN-poisoned output, one run, normwise check: what compare.py does, minus timing."""
-    return _bench.measure(
+    return bench.measure(
         rung=variant.tag, name=variant.name, config=str(config), impl=lang, precision=PRECISIONS[dtype],
         shape=shape, device=torch.device(device), seed=next(_seeds),
         prepare=lambda a, b: variant.prepare(lang, a, b, **config), expect_wrong=variant.expect_wrong)
@@ -32,7 +32,7 @@ def rung_configs(langs=("cuda", "triton")):
 
 def gpu_skip_reason(variant, lang, dtype) -> str:
     """Why this GPU cannot run it (compute capability, an sm_90a build), as compare.py says; "" if it can."""
-    from implementations._cli import Task, skip_reason
+    from implementations.core.cli import Task, skip_reason
 
     return skip_reason(Task(variant, {}, lang, (1, 1, 1)), dtype, torch.device("cuda"))
 
@@ -53,7 +53,7 @@ def param_id(value):
 
 def candidate(a, b, launcher):
     """A Prepared for one autotune candidate: `launcher(c)` binds it to a, b and a fresh c."""
-    from implementations._registry import Prepared
+    from implementations.core.registry import Prepared
 
     c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
     return Prepared(launcher(c), c)

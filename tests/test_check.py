@@ -5,10 +5,11 @@ import math
 import pytest
 import torch
 
-from implementations import _bench, _traffic, select
-from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
-from implementations._registry import Prepared, TunedRun
-from implementations._validate import Refused
+from implementations import select
+from implementations.core import bench, traffic
+from implementations.core.check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations.core.registry import Prepared, TunedRun
+from implementations.core.validate import Refused
 
 FP32 = PRECISIONS["fp32"]
 
@@ -99,28 +100,28 @@ def _fake(output_fn):
 
 def _measure(prepare, monkeypatch, expect_wrong=""):
     timed = []
-    monkeypatch.setattr(_bench, "time_ms", lambda fn, options, device: timed.append(fn) or [1.0, 1.0, 1.0])
-    result = _bench.measure(
+    monkeypatch.setattr(bench, "time_ms", lambda fn, options, device: timed.append(fn) or [1.0, 1.0, 1.0])
+    result = bench.measure(
         rung="v00", name="fake", config="", impl="cuda", precision=FP32, shape=(8, 9, 10),
         device=torch.device("cpu"), seed=1, prepare=prepare, expect_wrong=expect_wrong,
-        timing=_bench.TimingOptions(), cublas_ms=2.0)
+        timing=bench.TimingOptions(), cublas_ms=2.0)
     return result, timed
 
 
 def test_a_correct_result_is_timed(monkeypatch):
     result, timed = _measure(_fake(lambda a, b: a @ b), monkeypatch)
-    assert result.status == _bench.STATUS_OK and len(timed) == 1
+    assert result.status == bench.STATUS_OK and len(timed) == 1
     assert result.ms == 1.0 and result.pct_cublas == pytest.approx(200.0)
 
 
 def test_a_wrong_result_is_never_timed(monkeypatch):
     result, timed = _measure(_fake(lambda a, b: a @ b + 1), monkeypatch)
-    assert result.status == _bench.STATUS_WRONG and not timed and result.ms is None
+    assert result.status == bench.STATUS_WRONG and not timed and result.ms is None
 
 
 @pytest.mark.parametrize("output, status", [
-    (lambda a, b: a @ b + 1, _bench.STATUS_EXPECTED_WRONG),
-    (lambda a, b: a @ b, _bench.STATUS_RACE_HID),
+    (lambda a, b: a @ b + 1, bench.STATUS_EXPECTED_WRONG),
+    (lambda a, b: a @ b, bench.STATUS_RACE_HID),
 ])
 def test_a_rung_broken_on_purpose_is_never_timed(output, status, monkeypatch):
     result, timed = _measure(_fake(output), monkeypatch, expect_wrong="a race")
@@ -132,7 +133,7 @@ def test_a_failing_implementation_is_recorded_not_raised(monkeypatch):
         raise RuntimeError("nvrtc: error: something\nmore detail")
 
     result, timed = _measure(prepare, monkeypatch)
-    assert result.status == _bench.STATUS_ERROR and result.note == "RuntimeError: nvrtc: error: something"
+    assert result.status == bench.STATUS_ERROR and result.note == "RuntimeError: nvrtc: error: something"
     assert not timed
 
 
@@ -141,15 +142,15 @@ def test_a_refused_launch_is_reported_as_refused_not_as_an_error(monkeypatch):
         raise Refused("a block of 64×64 = 4096 threads cannot launch")
 
     result, timed = _measure(prepare, monkeypatch)
-    assert result.status == _bench.STATUS_REFUSED and "4096 threads" in result.note and not timed
+    assert result.status == bench.STATUS_REFUSED and "4096 threads" in result.note and not timed
 
 
 def test_the_ratios_and_the_traffic_of_a_timed_result(monkeypatch):
     timed = []
-    monkeypatch.setattr(_bench, "time_ms", lambda fn, options, device: timed.append(fn) or [2.0, 2.0, 2.0])
-    result = _bench.measure(
+    monkeypatch.setattr(bench, "time_ms", lambda fn, options, device: timed.append(fn) or [2.0, 2.0, 2.0])
+    result = bench.measure(
         rung="v00", name="fake", config="", impl="cuda", precision=FP32, shape=(8, 9, 10),
-        device=torch.device("cpu"), seed=1, prepare=_fake(lambda a, b: a @ b), timing=_bench.TimingOptions(),
+        device=torch.device("cpu"), seed=1, prepare=_fake(lambda a, b: a @ b), timing=bench.TimingOptions(),
         cublas_ms=1.0, cpu_ms=50.0, tile_of=lambda run: (4, 8))
     assert result.pct_cublas == pytest.approx(50.0) and result.speedup_cpu == pytest.approx(25.0)
     # A (8×10) read once per block column (ceil(9/8) = 2), B (10×9) once per block row (8/4 = 2), C written once
@@ -158,7 +159,7 @@ def test_the_ratios_and_the_traffic_of_a_timed_result(monkeypatch):
 
 def test_the_cpu_timer_takes_at_least_min_runs_samples():
     calls = []
-    samples = _bench.time_cpu_ms(lambda: calls.append(1), _bench.TimingOptions(rep_ms=0, min_runs=4))
+    samples = bench.time_cpu_ms(lambda: calls.append(1), bench.TimingOptions(rep_ms=0, min_runs=4))
     assert len(samples) == 4 and len(calls) == 5 and all(s >= 0 for s in samples)  # one warm-up call
 
 
@@ -167,15 +168,15 @@ def test_the_cpu_timer_takes_at_least_min_runs_samples():
     ((16, 16), 2 * 64**3 / (4 * 2 * 64**3 / 16 + 4 * 64**2)),  # tiling: 2·N³/TILE
 ])
 def test_traffic_model(tile, flop_per_byte):
-    assert _traffic.intensity(64, 64, 64, tile, 4, 4) == pytest.approx(flop_per_byte)
+    assert traffic.intensity(64, 64, 64, tile, 4, 4) == pytest.approx(flop_per_byte)
 
 
 def test_the_tile_behind_the_traffic_model():
     v03, v01, v11 = select("3")[0], select("1")[0], select("11")[0]
-    assert _traffic.run_tile(v03, {"TILE": 16}, None) == (16, 16)
-    assert _traffic.run_tile(v03, {"BM": 64, "BN": 32, "TM": 8}, None) == (64, 32)
-    assert _traffic.run_tile(v01, {}, None) == (1, 1)  # declared by the rung: no reuse
-    assert _traffic.run_tile(v11, {}, None) is None  # autotuned, not run yet
+    assert traffic.run_tile(v03, {"TILE": 16}, None) == (16, 16)
+    assert traffic.run_tile(v03, {"BM": 64, "BN": 32, "TM": 8}, None) == (64, 32)
+    assert traffic.run_tile(v01, {}, None) == (1, 1)  # declared by the rung: no reuse
+    assert traffic.run_tile(v11, {}, None) is None  # autotuned, not run yet
     chosen = TunedRun(lambda: None, lambda: "", lambda: (128, 256))
-    assert _traffic.run_tile(v11, {}, chosen) == (128, 256)
-    assert _traffic.run_tile(None, {}, lambda: None) is None  # cuBLAS
+    assert traffic.run_tile(v11, {}, chosen) == (128, 256)
+    assert traffic.run_tile(None, {}, lambda: None) is None  # cuBLAS

@@ -9,7 +9,8 @@ import pytest
 
 import torch
 
-from implementations import _bench, _cli, _report, _tasks, select
+from implementations import select
+from implementations.core import bench, cli, report, tasks
 
 
 @pytest.mark.parametrize("text, sizes", [
@@ -18,19 +19,19 @@ from implementations import _bench, _cli, _report, _tasks, select
     ("1024, 17X33X5", [(1024, 1024, 1024), (17, 33, 5)]),
 ])
 def test_parse_sizes(text, sizes):
-    assert _cli.parse_sizes(text) == sizes
+    assert cli.parse_sizes(text) == sizes
 
 
 @pytest.mark.parametrize("text", ["", "0", "12x4", "axbxc", "4x4x-1", "1e3"])
 def test_parse_sizes_rejects_nonsense(text):
     with pytest.raises(argparse.ArgumentTypeError):
-        _cli.parse_sizes(text)
+        cli.parse_sizes(text)
 
 
 def test_parse_impls():
-    assert _cli.parse_impls("cuda, Triton") == ("cuda", "triton")
+    assert cli.parse_impls("cuda, Triton") == ("cuda", "triton")
     with pytest.raises(argparse.ArgumentTypeError, match="cuda, triton, cublas, cpu"):
-        _cli.parse_impls("cuda,opencl")
+        cli.parse_impls("cuda,opencl")
 
 
 @pytest.mark.parametrize("argv, message", [
@@ -46,14 +47,14 @@ def test_parse_impls():
 ])
 def test_bad_arguments_exit_with_a_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        _cli.main(argv)
+        cli.main(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_help_lists_the_options_and_examples(capsys):
     with pytest.raises(SystemExit):
-        _cli.main(["--help"])
+        cli.main(["--help"])
     out = capsys.readouterr().out
     for option in ("--rungs", "--impl", "--sizes", "--dtype", "--timing", "--csv", "--json", "--markdown", "--list",
                    "--sweep", "--plots", "--cpu-limit"):
@@ -62,7 +63,7 @@ def test_help_lists_the_options_and_examples(capsys):
 
 
 def test_list_shows_every_rung(capsys):
-    assert _cli.main(["--list"]) == 0
+    assert cli.main(["--list"]) == 0
     out = capsys.readouterr().out
     for name in ("naive", "coalesced", "smem_tiling", "smem_no_sync", "broken on purpose", "TILE=16; TILE=32"):
         assert name in out
@@ -72,7 +73,7 @@ def run_to_files(tmp_path, *extra):
     paths = {ext: tmp_path / f"out.{ext}" for ext in ("csv", "json", "md")}
     argv = ["--rungs", "2-4", "--sizes", "17x33x5", "--seed", "7", "--rep", "5", "--warmup", "1", "--min-runs", "3",
             "--csv", str(paths["csv"]), "--json", str(paths["json"]), "--markdown", str(paths["md"]), *extra]
-    return _cli.main(argv), paths
+    return cli.main(argv), paths
 
 
 def test_results_are_written_to_csv_json_and_markdown(tmp_path, capsys):
@@ -90,7 +91,7 @@ def test_results_are_written_to_csv_json_and_markdown(tmp_path, capsys):
 
 
 def test_an_interrupted_sweep_keeps_what_it_measured(tmp_path, monkeypatch, capsys):
-    real_measure, calls = _bench.measure, []
+    real_measure, calls = bench.measure, []
 
     def measure_then_interrupt(**kwargs):
         calls.append(kwargs)
@@ -98,7 +99,7 @@ def test_an_interrupted_sweep_keeps_what_it_measured(tmp_path, monkeypatch, caps
             raise KeyboardInterrupt
         return real_measure(**kwargs)
 
-    monkeypatch.setattr(_bench, "measure", measure_then_interrupt)
+    monkeypatch.setattr(bench, "measure", measure_then_interrupt)
     code, paths = run_to_files(tmp_path)
     assert code == 130
     assert len(list(csv.DictReader(paths["csv"].open()))) == 2
@@ -110,51 +111,51 @@ def test_one_failing_implementation_is_recorded_and_the_sweep_goes_on(tmp_path, 
     def broken_launcher(a, b, c, TILE=32):
         raise RuntimeError("simulated compile failure")
 
-    real_select = _tasks.select
+    real_select = tasks.select
 
     def select_with_broken_v03(spec=None):
         return [dataclasses.replace(v, triton=broken_launcher) if v.number == 3 else v for v in real_select(spec)]
 
-    monkeypatch.setattr(_tasks, "select", select_with_broken_v03)
+    monkeypatch.setattr(tasks, "select", select_with_broken_v03)
     code, paths = run_to_files(tmp_path, "--impl", "triton")
     rows = list(csv.DictReader(paths["csv"].open()))
-    failed = [r for r in rows if r["status"] == _bench.STATUS_ERROR]
+    failed = [r for r in rows if r["status"] == bench.STATUS_ERROR]
     assert code == 1
     assert {r["rung"] for r in failed} == {"v03"} and "simulated compile failure" in failed[0]["note"]
     assert any(r["rung"] == "v04" for r in rows), "later rungs still ran"
 
 
 def test_parse_sweep():
-    assert _cli.parse_sweep("TILE=8,16, 32,64") == ("TILE", (8, 16, 32, 64))
+    assert cli.parse_sweep("TILE=8,16, 32,64") == ("TILE", (8, 16, 32, 64))
 
 
 def test_sweep_repeats_each_config_with_every_value_on_the_rungs_that_have_it():
-    swept = _cli.sweep_configs(select("1-3,5"), "TILE", (8, 32, 64))
+    swept = cli.sweep_configs(select("1-3,5"), "TILE", (8, 32, 64))
     assert [v.tag for v in swept] == ["v03"]  # v01, v02 have no config, v05's has no TILE
     assert swept[0].configs == ({"TILE": 8}, {"TILE": 32}, {"TILE": 64})  # v03's two configs collapse per value
     with pytest.raises(SystemExit, match="no.*config parameter 'XYZ'.*parameters: .*TILE"):
-        _cli.sweep_configs(select("1-3"), "XYZ", (1,))
+        cli.sweep_configs(select("1-3"), "XYZ", (1,))
 
 
 def test_plan_puts_the_baselines_first_at_every_size():
-    tasks = list(_cli.plan(select("3"), ("triton", "cpu", "cublas"), [(8, 8, 8), (16, 16, 16)]))
-    assert [(t.variant and t.variant.tag, t.impl, t.shape[0]) for t in tasks] == [
+    planned = list(cli.plan(select("3"), ("triton", "cpu", "cublas"), [(8, 8, 8), (16, 16, 16)]))
+    assert [(t.variant and t.variant.tag, t.impl, t.shape[0]) for t in planned] == [
         (None, "cpu", 8), (None, "cublas", 8), ("v03", "triton", 8), ("v03", "triton", 8),
         (None, "cpu", 16), (None, "cublas", 16), ("v03", "triton", 16), ("v03", "triton", 16)]
 
 
 def test_the_cpu_baseline_is_skipped_where_it_would_take_too_long(monkeypatch):
-    monkeypatch.setattr(_bench, "cpu_seconds_estimate", lambda M, N, K, precision: M / 1000)
-    cpu = _cli.Task(None, {}, "cpu", (4000, 4000, 4000))
-    assert _cli.skip_reason(cpu, "fp32", torch.device("cpu"), cpu_limit_s=5.0) == ""
-    assert _cli.skip_reason(cpu, "fp32", torch.device("cpu"), cpu_limit_s=2.0) == (
+    monkeypatch.setattr(bench, "cpu_seconds_estimate", lambda M, N, K, precision: M / 1000)
+    cpu = cli.Task(None, {}, "cpu", (4000, 4000, 4000))
+    assert cli.skip_reason(cpu, "fp32", torch.device("cpu"), cpu_limit_s=5.0) == ""
+    assert cli.skip_reason(cpu, "fp32", torch.device("cpu"), cpu_limit_s=2.0) == (
         "one CPU call would take about 4 s (--cpu-limit 2)")
 
 
 def test_a_refused_config_is_reported_with_its_limit_and_is_not_a_failure(tmp_path, capsys):
     code, paths = run_to_files(tmp_path, "--rungs", "3", "--impl", "triton", "--sweep", "TILE=8,16")
     rows = list(csv.DictReader(paths["csv"].open()))
-    refused = [r for r in rows if r["status"] == _bench.STATUS_REFUSED]
+    refused = [r for r in rows if r["status"] == bench.STATUS_REFUSED]
     assert code == 0
     assert {r["config"] for r in refused} == {"TILE=8"} and "at least 16" in refused[0]["note"]
     assert {r["config"] for r in rows if r["status"] == "ok"} == {"TILE=16"}
@@ -163,13 +164,13 @@ def test_a_refused_config_is_reported_with_its_limit_and_is_not_a_failure(tmp_pa
 
 def test_the_ladder_table_puts_the_baselines_first_with_the_speedup_over_the_cpu():
     def result(rung, impl, ms, **extra):
-        return _bench.Result(rung, "x", "", impl, "fp32", 64, 64, 64, status="ok", ms=ms, ms_p20=ms, ms_p80=ms,
+        return bench.Result(rung, "x", "", impl, "fp32", 64, 64, 64, status="ok", ms=ms, ms_p20=ms, ms_p80=ms,
                              **extra)
 
     results = [result("CPU", "cpu", 40.0), result("cuBLAS", "cublas", 1.0, speedup_cpu=40.0),
                result("v01", "cuda", 4.0, pct_cublas=25.0, speedup_cpu=0.4),
                result("v01", "triton", 2.0, pct_cublas=50.0, speedup_cpu=20.0)]
-    lines = _report.ladder_table(results).splitlines()
+    lines = report.ladder_table(results).splitlines()
     assert "CUDA ×CPU" in lines[0] and "Triton ×CPU" in lines[0]
     assert [line.split()[0] for line in lines[2:]] == ["CPU", "cuBLAS", "v01"]
     assert lines[4].split()[2:] == ["4.000", "±0.0%", "25.0", "0.4", "ok", "2.000", "±0.0%", "50.0", "20", "ok"]
@@ -182,29 +183,29 @@ def _drifting_measurements(monkeypatch, fail=None):
 
     def measure_task(task, dtype, precision, device, seed, timing, cpu_limit_s, ratios):
         calls.append(task.label)
-        result = _bench.Result(task.label, "", "", task.impl, dtype, *task.shape, seed=seed, error=0.0)
+        result = bench.Result(task.label, "", "", task.impl, dtype, *task.shape, seed=seed, error=0.0)
         if fail == (task.label, len(calls)):
-            result.status, result.note = _bench.STATUS_WRONG, "error above bound"
+            result.status, result.note = bench.STATUS_WRONG, "error above bound"
             return result
-        result.status, result.samples = _bench.STATUS_OK, [float(len(calls))] * 3
-        _bench.summarize(result, ratios.get("cublas_ms"), ratios.get("cpu_ms"))
+        result.status, result.samples = bench.STATUS_OK, [float(len(calls))] * 3
+        bench.summarize(result, ratios.get("cublas_ms"), ratios.get("cpu_ms"))
         return result
 
-    monkeypatch.setattr(_cli, "measure_task", measure_task)
+    monkeypatch.setattr(cli, "measure_task", measure_task)
     rung = select("3")[0]
     shape = (64, 64, 64)
-    tasks = [_tasks.Task(None, {}, "cpu", shape), _tasks.Task(None, {}, "cublas", shape),
-             _tasks.Task(rung, {"TILE": 16}, "cuda", shape), _tasks.Task(rung, {"TILE": 16}, "triton", shape)]
-    return tasks, calls
+    planned = [tasks.Task(None, {}, "cpu", shape), tasks.Task(None, {}, "cublas", shape),
+               tasks.Task(rung, {"TILE": 16}, "cuda", shape), tasks.Task(rung, {"TILE": 16}, "triton", shape)]
+    return planned, calls
 
 
 def test_rounds_reverse_the_order_and_pool_the_samples(tmp_path, monkeypatch):
-    tasks, calls = _drifting_measurements(monkeypatch)
-    log = _report.ResultLog({}, csv_path=tmp_path / "r.csv")
-    _cli.run_tasks(tasks, log, dtype="fp32", device=torch.device("cpu"), seed=0, timing=_bench.TimingOptions(),
+    planned, calls = _drifting_measurements(monkeypatch)
+    log = report.ResultLog({}, csv_path=tmp_path / "r.csv")
+    cli.run_tasks(planned, log, dtype="fp32", device=torch.device("cpu"), seed=0, timing=bench.TimingOptions(),
                    rounds=3)
     log.close()
-    cpu, cublas, cuda, triton = (t.label for t in tasks)
+    cpu, cublas, cuda, triton = (t.label for t in planned)
     # The CPU baseline runs once; the GPU ones forward, backward, forward.
     assert calls == [cpu, cublas, cuda, triton, triton, cuda, cublas, cublas, cuda, triton]
     by_label = {r.rung: r for r in log.results}
@@ -219,11 +220,11 @@ def test_rounds_reverse_the_order_and_pool_the_samples(tmp_path, monkeypatch):
 
 
 def test_a_failure_in_a_later_round_fails_the_result(monkeypatch):
-    tasks, calls = _drifting_measurements(monkeypatch, fail=("v03 TILE=16 triton 64x64x64", 5))
-    log = _report.ResultLog({})
-    _cli.run_tasks(tasks, log, dtype="fp32", device=torch.device("cpu"), seed=0, timing=_bench.TimingOptions(),
+    planned, calls = _drifting_measurements(monkeypatch, fail=("v03 TILE=16 triton 64x64x64", 5))
+    log = report.ResultLog({})
+    cli.run_tasks(planned, log, dtype="fp32", device=torch.device("cpu"), seed=0, timing=bench.TimingOptions(),
                    rounds=3)
     triton = log.results[3]
-    assert triton.status == _bench.STATUS_WRONG and triton.ms is None and triton.pct_cublas is None
+    assert triton.status == bench.STATUS_WRONG and triton.ms is None and triton.pct_cublas is None
     assert calls.count(triton.rung) == 2, "not timed again after it failed"
-    assert log.results[2].status == _bench.STATUS_OK
+    assert log.results[2].status == bench.STATUS_OK

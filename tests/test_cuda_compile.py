@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from implementations import all_variants
-from implementations._cuda import compile_report
+from implementations.core.cuda_c import compile_report
 
 pytestmark = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
 

@@ -5,9 +5,10 @@ import importlib
 import pytest
 import torch
 
-from implementations import _bench, select
-from implementations._check import PRECISIONS, compare, make_inputs, poison, reference
-from implementations._env import set_fp32_matmul
+from implementations import select
+from implementations.core import bench
+from implementations.core.check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations.core.env import set_fp32_matmul
 
 from .helpers import candidate, checked_run, gpu_skip_reason, param_id, rung_configs
 
@@ -26,7 +27,7 @@ def test_rung_matches_reference_on_large_shapes(variant, lang, config, dtype, sh
     if gpu_skip_reason(variant, lang, dtype):
         pytest.skip(gpu_skip_reason(variant, lang, dtype))
     result = checked_run(variant, lang, shape, "cuda", dtype, **config)
-    assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+    assert result.status == bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
 
 
 @pytest.mark.parametrize("shape", RACE_SHAPES, ids=param_id)
@@ -35,7 +36,7 @@ def test_the_race_is_caught_every_time(variant, lang, config, dtype, shape):
     """v04 must be reported wrong on every one of several fresh runs (its docstring says why it shows)."""
     for _ in range(RACE_REPEATS):
         result = checked_run(variant, lang, shape, "cuda", **config)
-        assert result.status == _bench.STATUS_EXPECTED_WRONG, (result.error, result.bound)
+        assert result.status == bench.STATUS_EXPECTED_WRONG, (result.error, result.bound)
         assert not result.error <= 100 * result.bound, "a race moves the error far past rounding (or to NaN)"
 
 
@@ -66,12 +67,12 @@ def test_cuda_tile_64_is_refused_on_the_gpu_and_the_context_survives():
 @pytest.mark.parametrize("lang", ["cuda", "triton"])
 def test_timing_records_median_spread_and_resources(mode, lang):
     v03 = select("smem_tiling")[0]
-    options = _bench.TimingOptions(mode=mode, warmup_ms=2, rep_ms=20, min_runs=5)
-    result = _bench.measure(
+    options = bench.TimingOptions(mode=mode, warmup_ms=2, rep_ms=20, min_runs=5)
+    result = bench.measure(
         rung="v03", name=v03.name, config="TILE=32", impl=lang, precision=PRECISIONS["fp32"],
         shape=(512, 512, 512), device=torch.device("cuda"), seed=1,
         prepare=lambda a, b: v03.prepare(lang, a, b, TILE=32), timing=options, cublas_ms=1.0)
-    assert result.status == _bench.STATUS_OK, result.note
+    assert result.status == bench.STATUS_OK, result.note
     assert 0 < result.ms_p20 <= result.ms <= result.ms_p80 and result.runs >= 5 and result.tflops > 0
     assert result.pct_cublas == pytest.approx(100.0 / result.ms)
     assert result.registers > 0 and result.local_bytes == 0
@@ -115,11 +116,11 @@ def test_every_cuda_autotune_candidate_is_correct(shape):
     from implementations import v11_autotuned as v11
 
     for tile in v11.CUDA_CANDIDATES:
-        result = _bench.measure(
+        result = bench.measure(
             rung="v11", name="autotuned", config=str(tile), impl="cuda", precision=PRECISIONS["fp32"],
             shape=shape, device=torch.device("cuda"), seed=7,
             prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v11.launch_candidate(a, b, c, tile)))
-        assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
+        assert result.status == bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
 
 
 @pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
@@ -127,11 +128,11 @@ def test_every_triton_autotune_config_is_correct(shape):
     from implementations import v11_autotuned as v11
 
     for config in v11.TRITON_CONFIGS:
-        result = _bench.measure(
+        result = bench.measure(
             rung="v11", name="autotuned", config=v11.describe(config), impl="triton", precision=PRECISIONS["fp32"],
             shape=shape, device=torch.device("cuda"), seed=7,
             prepare=lambda a, b, config=config: candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
-        assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
+        assert result.status == bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
 
 
 
@@ -141,11 +142,11 @@ def test_every_gluon_candidate_is_correct(shape):
     from implementations import v11_autotuned as v11
 
     for tile in v11.GLUON_CANDIDATES:
-        result = _bench.measure(
+        result = bench.measure(
             rung="v11", name="autotuned", config=f"gluon {tile}", impl="triton", precision=PRECISIONS["fp32"],
             shape=shape, device=torch.device("cuda"), seed=7,
             prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: v11.launch_gluon(a, b, c, tile)))
-        assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
+        assert result.status == bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
 
 # The Hopper rungs whose search may pick any candidate on some GPU, with each dtype they claim.
 SEARCHED = [("v15_warp_specialized", "bf16"), ("v15_warp_specialized", "fp16"), ("v16_wgmma_tf32", "tf32")]
@@ -158,11 +159,11 @@ def test_every_cuda_candidate_of_the_hopper_searches_is_correct(shape, module, d
     if gpu_skip_reason(rung.VARIANT, "cuda", dtype):
         pytest.skip(gpu_skip_reason(rung.VARIANT, "cuda", dtype))
     for tile in rung.CUDA_CANDIDATES:
-        result = _bench.measure(
+        result = bench.measure(
             rung=rung.VARIANT.tag, name=rung.VARIANT.name, config=str(tile), impl="cuda", precision=PRECISIONS[dtype],
             shape=shape, device=torch.device("cuda"), seed=15,
             prepare=lambda a, b, tile=tile: candidate(a, b, lambda c: rung.launch_tile(a, b, c, tile)))
-        assert result.status == _bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
+        assert result.status == bench.STATUS_OK, (str(tile), result.error, result.bound, result.note)
 
 
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
@@ -232,11 +233,11 @@ def test_every_triton_config_of_the_hopper_searches_is_correct_on_the_gpu(shape,
     if torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("tensor descriptors (TMA) need compute capability 9.0")
     for config in rung.TRITON_CONFIGS:
-        result = _bench.measure(
+        result = bench.measure(
             rung=rung.VARIANT.tag, name=rung.VARIANT.name, config=describe(config), impl="triton",
             precision=PRECISIONS[dtype], shape=shape, device=torch.device("cuda"), seed=15,
             prepare=lambda a, b, config=config: candidate(a, b, lambda c: rung.launch_config(a, b, c, config)))
-        assert result.status == _bench.STATUS_OK, (describe(config), result.error, result.bound, result.note)
+        assert result.status == bench.STATUS_OK, (describe(config), result.error, result.bound, result.note)
 
 
 def test_triton_tma_rung_compiles_to_wgmma_and_bulk_tensor_copies():
@@ -256,14 +257,14 @@ def test_autotuned_rungs_report_their_choice():
     for lang in ("cuda", "triton"):
         result = checked_run(v11, lang, (512, 384, 256), "cuda")
         expected = ("autotuned: tl.dot BLOCK_M=", "autotuned: Gluon BM=") if lang == "triton" else ("autotuned: BM=",)
-        assert result.status == _bench.STATUS_OK and result.note.startswith(expected), result.note
+        assert result.status == bench.STATUS_OK and result.note.startswith(expected), result.note
         if lang == "triton":  # the race: tl.dot's autotuned winner against the Gluon candidates
             assert "runner-up" in result.note, result.note
 
 
 def test_cuda_float4_path_and_scalar_path_agree_with_an_offset_operand():
     """`aligned` is 0 when a base pointer is not 16-byte aligned (a view one float in): the scalar path."""
-    from implementations._cuda import rows_aligned
+    from implementations.core.cuda_c import rows_aligned
 
     storage = torch.randn(1 + 256 * 256, device="cuda")
     a = storage[1:].view(256, 256)
@@ -287,7 +288,7 @@ def test_triton_vector_loads_come_from_argument_specialization():
     specializes; jitted with specialization off, the same kernel loads 4 bytes at a time."""
     import re
 
-    from implementations._triton import unspecialized
+    from implementations.core.triton_util import unspecialized
     from implementations.v03_smem_tiling import smem_tiling_kernel
 
     a, b, c = (torch.randn(512, 512, device="cuda") for _ in range(3))

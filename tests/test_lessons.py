@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from implementations import all_variants
-from implementations._lessons import NOT_MEASURED, build_lessons, cuda_loc, main, python_loc
+from implementations.tools.lessons import NOT_MEASURED, build_lessons, cuda_loc, main, python_loc
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 SAVED = [RESULTS / "h100_fp32_4096.json", RESULTS / "h100_tc_bf16.json"]
@@ -167,7 +167,7 @@ def test_no_figure_is_invented_without_results(unmeasured):
     if shutil.which("nvcc") is None:
         assert cell == "no nvcc report" and "nvcc not found" in md
     else:
-        from implementations._cuda import compile_report
+        from implementations.core.cuda_c import compile_report
 
         r = compile_report(v01.cuda_source, v01.cuda_source.archs[-1])[0]
         assert cell == f"{r.registers} · {r.smem_bytes} · {r.spills} (nvcc {r.arch})"

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 from matplotlib.image import imread
 
-from implementations import _plots
-from implementations._bench import Result
-from implementations._report import ResultLog, load_document
+from implementations.tools import plots
+from implementations.core.bench import Result
+from implementations.core.report import ResultLog, load_document
 
 RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
 # compare.py's documents (--json) and rows (--csv); a CSV's environment is the .env.json beside it
@@ -36,49 +36,49 @@ def _looks_drawn(path: Path) -> bool:
 
 @pytest.mark.parametrize("path", SAVED, ids=[p.name for p in SAVED])
 def test_every_saved_result_plots(path, tmp_path):
-    doc = _plots.load(path)
-    written = _plots.write_all(doc, tmp_path)
+    doc = plots.load(path)
+    written = plots.write_all(doc, tmp_path)
     timed = {(r["size"], r["dtype"]) for r in doc["results"] if r.get("pct_cublas")}
     assert {p.name for p in written} >= {f"ladder_{size}_{dtype}.png" for size, dtype in timed}
-    if _plots.copy_bandwidth_gbs(doc) and any(r.get("traffic_bytes") for r in doc["results"]):
+    if plots.copy_bandwidth_gbs(doc) and any(r.get("traffic_bytes") for r in doc["results"]):
         assert any(p.name.startswith("roofline_") for p in written)
     assert all(_looks_drawn(p) for p in written)
 
 
 def test_the_saved_h100_ladders_have_a_roofline():
-    rooflines = [p for p in SAVED if any(r.get("traffic_bytes") for r in _plots.load(p)["results"])]
+    rooflines = [p for p in SAVED if any(r.get("traffic_bytes") for r in plots.load(p)["results"])]
     assert rooflines, "no saved result carries the traffic model: run scripts/teaching_evidence.sh on a GPU"
-    assert all(_plots.copy_bandwidth_gbs(_plots.load(p)) for p in rooflines)
+    assert all(plots.copy_bandwidth_gbs(plots.load(p)) for p in rooflines)
 
 
 def test_copy_bandwidth_is_read_from_the_environment():
-    assert _plots.copy_bandwidth_gbs(_doc([])) == 3000.0
-    assert _plots.copy_bandwidth_gbs(_doc([], bandwidth="")) is None
+    assert plots.copy_bandwidth_gbs(_doc([])) == 3000.0
+    assert plots.copy_bandwidth_gbs(_doc([], bandwidth="")) is None
 
 
 def test_the_roofline_needs_the_ceilings_of_the_same_run(tmp_path):
     rungs = [_result("cuBLAS", "cublas", tflops=50.0), _result("v01", "cuda", tflops=0.5, traffic_bytes=2 * 4 * 64**3)]
-    assert _plots.roofline(_doc(rungs), "64x64x64", "fp32", tmp_path) is not None
-    assert _plots.roofline(_doc(rungs, bandwidth=""), "64x64x64", "fp32", tmp_path) is None
-    assert _plots.roofline(_doc(rungs[1:]), "64x64x64", "fp32", tmp_path) is None  # no cuBLAS: no flat roof
+    assert plots.roofline(_doc(rungs), "64x64x64", "fp32", tmp_path) is not None
+    assert plots.roofline(_doc(rungs, bandwidth=""), "64x64x64", "fp32", tmp_path) is None
+    assert plots.roofline(_doc(rungs[1:]), "64x64x64", "fp32", tmp_path) is None  # no cuBLAS: no flat roof
 
 
 def test_size_plot_needs_two_sizes_and_sweep_plot_names_the_refusals(tmp_path):
     one = [_result("v03", "cuda", config="TILE=16", tflops=1.0, ms=1.0)]
-    assert _plots.tflops_vs_size(_doc(one), "fp32", tmp_path) is None
+    assert plots.tflops_vs_size(_doc(one), "fp32", tmp_path) is None
     two = one + [_result("v03", "cuda", size=128, config="TILE=16", tflops=2.0, ms=2.0)]
-    assert _plots.tflops_vs_size(_doc(two), "fp32", tmp_path).exists()
+    assert plots.tflops_vs_size(_doc(two), "fp32", tmp_path).exists()
     swept = one + [_result("v03", "cuda", config="TILE=64", status="refused", note="4096 threads")]
-    path = _plots.sweep_plot(_doc(swept), "TILE", "fp32", tmp_path)
+    path = plots.sweep_plot(_doc(swept), "TILE", "fp32", tmp_path)
     assert path.name == "sweep_TILE_fp32.png" and _looks_drawn(path)
 
 
 def test_the_command_line_plots_saved_results(tmp_path, capsys):
-    assert _plots.main([str(SAVED[0]), "--out", str(tmp_path)]) == 0
+    assert plots.main([str(SAVED[0]), "--out", str(tmp_path)]) == 0
     assert str(tmp_path) in capsys.readouterr().out
     bad = tmp_path / "bad.json"
     bad.write_text("[]")
-    assert _plots.main([str(bad), "--out", str(tmp_path)]) == 1
+    assert plots.main([str(bad), "--out", str(tmp_path)]) == 1
 
 
 def test_a_csv_reads_back_as_its_json(tmp_path):

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 import torch
 
-from implementations import _ncu, _profile, _sanitize, all_variants, select
+from implementations import all_variants, select
+from implementations.tools import ncu, profile, sanitize
 
 REPO = Path(__file__).resolve().parent.parent
 ALL_IMPLS = ("cuda", "triton", "cublas")
@@ -42,7 +43,7 @@ def label(i, rung, name, config, impl, size, tile, dtype="fp32"):
 
 
 def test_child_help_works_without_a_gpu():
-    proc = subprocess.run([sys.executable, "-m", "implementations._profile", "--help"], cwd=REPO,
+    proc = subprocess.run([sys.executable, "-m", "implementations.tools.profile", "--help"], cwd=REPO,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     for option in ("--rungs", "--impl", "--sizes", "--dtype", "--config-json", "--no-warmup"):
@@ -51,7 +52,7 @@ def test_child_help_works_without_a_gpu():
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given where there is no GPU")
 def test_child_says_it_needs_a_gpu():
-    proc = subprocess.run([sys.executable, "-m", "implementations._profile", "--rungs", "3", "--sizes", "64"],
+    proc = subprocess.run([sys.executable, "-m", "implementations.tools.profile", "--rungs", "3", "--sizes", "64"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2
     assert "needs a CUDA device" in proc.stderr
@@ -67,17 +68,17 @@ def test_child_says_it_needs_a_gpu():
 ])
 def test_child_refuses_bad_arguments(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
-        _profile.main(argv)
+        profile.main(argv)
     assert exc.value.code == 2
     assert message in capsys.readouterr().err
 
 
 def test_child_command():
-    cmd = _profile.child_command(select("3-4"), ("cuda", "triton"), [(64, 64, 64), (17, 33, 5)], "fp32",
+    cmd = profile.child_command(select("3-4"), ("cuda", "triton"), [(64, 64, 64), (17, 33, 5)], "fp32",
                                  config={"TILE": 16}, warmup=False)
-    assert cmd == [sys.executable, "-m", "implementations._profile", "--rungs", "v03,v04", "--impl", "cuda,triton",
+    assert cmd == [sys.executable, "-m", "implementations.tools.profile", "--rungs", "v03,v04", "--impl", "cuda,triton",
                    "--sizes", "64x64x64,17x33x5", "--dtype", "fp32", "--config-json", '{"TILE": 16}', "--no-warmup"]
-    assert _profile.child_command(select("1"), ("cublas",), [(8, 8, 8)], "bf16")[-6:] == [
+    assert profile.child_command(select("1"), ("cublas",), [(8, 8, 8)], "bf16")[-6:] == [
         "--impl", "cublas", "--sizes", "8x8x8", "--dtype", "bf16"]
 
 
@@ -91,7 +92,7 @@ def test_read_child_output():
         'failed: {"rung": "v03", "name": "smem_tiling", "config": "TILE=32", "impl": "triton", "M": 64, "N": 64, '
         '"K": 64, "dtype": "fp32", "launch": 2, "error": "RuntimeError: boom"}',
     ])
-    out = _profile.read_child_output(text)
+    out = profile.read_child_output(text)
     assert sorted(out.labels) == [0, 1]
     assert out.labels[1]["config"] == "TILE=16" and out.labels[1]["tile"] == [16, 16]
     assert out.notes == ["v14 cuda 64x64x64: skipped: supports fp16, bf16 only",
@@ -100,12 +101,12 @@ def test_read_child_output():
 
 def test_kernel_names_come_from_the_rungs():
     v = {x.tag: x for x in all_variants()}
-    assert _profile.cuda_kernel_names(v["v03"]) == ("smem_tiling",)  # smem_tiling<8>, <16>, <32>: one name
-    assert _profile.cuda_kernel_names(v["v13"]) == ("mma_sync", "mma_sync_tf32")
-    assert _profile.triton_kernel_names(v["v03"]) == ("smem_tiling_kernel",)
-    assert _profile.triton_kernel_names(v["v04"]) == ("smem_no_sync_kernel",)
-    assert "smem_tiling_kernel" in _profile.triton_kernel_names(v["v07"])  # v03's kernel, through its launcher
-    assert "autotuned_kernel" in _profile.triton_kernel_names(v["v11"])  # behind triton.autotune
+    assert profile.cuda_kernel_names(v["v03"]) == ("smem_tiling",)  # smem_tiling<8>, <16>, <32>: one name
+    assert profile.cuda_kernel_names(v["v13"]) == ("mma_sync", "mma_sync_tf32")
+    assert profile.triton_kernel_names(v["v03"]) == ("smem_tiling_kernel",)
+    assert profile.triton_kernel_names(v["v04"]) == ("smem_no_sync_kernel",)
+    assert "smem_tiling_kernel" in profile.triton_kernel_names(v["v07"])  # v03's kernel, through its launcher
+    assert "autotuned_kernel" in profile.triton_kernel_names(v["v11"])  # behind triton.autotune
 
 
 # ---- Nsight Compute: command and filter ----------------------------------------------------------------
@@ -118,19 +119,19 @@ def pairs(cmd):
 def test_ncu_command(monkeypatch, tmp_path):
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/local/cuda/bin/{name}")
     variants = select("3-4")
-    cmd = _ncu.ncu_command(variants, ALL_IMPLS, [(4096, 4096, 4096)], "fp32", tmp_path / "ncu.csv")
+    cmd = ncu.ncu_command(variants, ALL_IMPLS, [(4096, 4096, 4096)], "fp32", tmp_path / "ncu.csv")
     assert cmd[0] == "/usr/local/cuda/bin/ncu"
     flags = pairs(cmd)
     for pair in [("--clock-control", "none"), ("--nvtx-include", "tvc/"), ("--kernel-name-base", "function"),
                  ("--page", "raw"), ("--print-units", "base"), ("--target-processes", "application-only"),
-                 ("--log-file", str(tmp_path / "ncu.csv")), ("--kernel-name", _ncu.kernel_regex(variants, ALL_IMPLS))]:
+                 ("--log-file", str(tmp_path / "ncu.csv")), ("--kernel-name", ncu.kernel_regex(variants, ALL_IMPLS))]:
         assert pair in flags
     assert "--nvtx" in cmd and "--csv" in cmd
     metrics = cmd[cmd.index("--metrics") + 1].split(",")
     assert metrics == ["gpu__time_duration.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed",
                        "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed", "dram__bytes_read.sum",
                        "dram__bytes_write.sum", "sm__warps_active.avg.pct_of_peak_sustained_active"]
-    child = _profile.child_command(variants, ALL_IMPLS, [(4096, 4096, 4096)], "fp32")
+    child = profile.child_command(variants, ALL_IMPLS, [(4096, 4096, 4096)], "fp32")
     assert cmd[-len(child):] == child
 
 
@@ -140,11 +141,11 @@ def matches(regex: str, name: str) -> bool:
 
 
 def test_ncu_filter_keeps_every_rung_kernel_and_cublas_but_not_torch_helpers():
-    regex = _ncu.kernel_regex(all_variants(), ALL_IMPLS)
+    regex = ncu.kernel_regex(all_variants(), ALL_IMPLS)
     for v in all_variants():
         for kernel in v.cuda_source.kernels:  # "smem_tiling<32>": ncu's function basis drops the template
             assert matches(regex, kernel.split("<")[0]), kernel
-        for name in _profile.triton_kernel_names(v):
+        for name in profile.triton_kernel_names(v):
             assert matches(regex, name), name
     for name in CUBLAS_KERNELS:
         assert matches(regex, name), name
@@ -154,11 +155,11 @@ def test_ncu_filter_keeps_every_rung_kernel_and_cublas_but_not_torch_helpers():
 
 def test_ncu_filter_follows_the_chosen_languages():
     v03 = select("3")
-    cuda_only = _ncu.kernel_regex(v03, ("cuda",))
+    cuda_only = ncu.kernel_regex(v03, ("cuda",))
     assert cuda_only == "regex:^(smem_tiling)$"
     assert not matches(cuda_only, "smem_tiling_kernel") and not matches(cuda_only, CUBLAS_KERNELS[0])
-    assert matches(_ncu.kernel_regex(v03, ("triton",)), "smem_tiling_kernel")
-    assert not matches(_ncu.kernel_regex(select("7"), ("cuda",)), "vectorized_elementwise_kernel")
+    assert matches(ncu.kernel_regex(v03, ("triton",)), "smem_tiling_kernel")
+    assert not matches(ncu.kernel_regex(select("7"), ("cuda",)), "vectorized_elementwise_kernel")
 
 
 # ---- Nsight Compute: reading its CSV ------------------------------------------------------------------
@@ -215,14 +216,14 @@ CANNED_STDOUT = "\n".join([
 
 
 def test_short_kernel_name():
-    assert _ncu.short_kernel_name(SMEM) == "smem_tiling<32>"
-    assert _ncu.short_kernel_name("smem_tiling_kernel") == "smem_tiling_kernel"
+    assert ncu.short_kernel_name(SMEM) == "smem_tiling<32>"
+    assert ncu.short_kernel_name("smem_tiling_kernel") == "smem_tiling_kernel"
     parens_in_template = "void mergeSort<(unsigned int)1>(unsigned int *, int)"
-    assert _ncu.short_kernel_name(parens_in_template) == "mergeSort<(unsigned int)1>"
+    assert ncu.short_kernel_name(parens_in_template) == "mergeSort<(unsigned int)1>"
 
 
 def test_parse_raw_csv():
-    launches = _ncu.parse_raw_csv(CANNED_CSV)
+    launches = ncu.parse_raw_csv(CANNED_CSV)
     assert [(x.kernel, x.launch) for x in launches] == [
         (GEMM, 0), ("cublasLt::splitKreduce_kernel<32, 16, int, float, float, float, float, false, true, false>", 0),
         ("smem_tiling<32>", 1), ("smem_tiling<32>", 3)]
@@ -234,14 +235,14 @@ def test_parse_raw_csv():
 def test_parse_raw_csv_scales_units_and_finds_no_table():
     text = "\n".join([HEADER, UNITS.replace('"byte","byte"', '"Mbyte","Kbyte"').replace('"ns"', '"usecond"'),
                       csv_row(0, 0, SMEM, "(32, 32, 1)", "(4, 4, 1)", "1.50", "2", "1", "3.5", "2", "3")])
-    values = _ncu.parse_raw_csv(text)[0].values
+    values = ncu.parse_raw_csv(text)[0].values
     assert (values["dram_read"], values["dram_write"], values["time_ns"]) == (1.5e6, 2e3, 3.5e3)
-    assert _ncu.parse_raw_csv("==PROF== Disconnected from process 1\n") == []
+    assert ncu.parse_raw_csv("==PROF== Disconnected from process 1\n") == []
 
 
 def test_rows_are_matched_to_launches_by_their_nvtx_range():
-    labels = _profile.read_child_output(CANNED_STDOUT).labels
-    rows, notes = _ncu.match(_ncu.parse_raw_csv(CANNED_CSV), labels)
+    labels = profile.read_child_output(CANNED_STDOUT).labels
+    rows, notes = ncu.match(ncu.parse_raw_csv(CANNED_CSV), labels)
     assert [(r.launch, r.rung, r.impl, r.config, r.kernel[:13]) for r in rows] == [
         (0, "cuBLAS", "cublas", "", GEMM[:13]),  # two kernels in one launch: cuBLAS's GEMM and its split-K reduction
         (0, "cuBLAS", "cublas", "", "cublasLt::spl"),
@@ -254,12 +255,12 @@ def test_rows_are_matched_to_launches_by_their_nvtx_range():
 
 def test_without_an_nvtx_column_rows_are_matched_in_order_only_when_the_counts_agree():
     text = CANNED_CSV.replace("thread Domain:Push/Pop_Range", "thread Domain:Range")
-    launches = _ncu.parse_raw_csv(text)
+    launches = ncu.parse_raw_csv(text)
     assert all(x.launch is None for x in launches)
-    labels = _profile.read_child_output(CANNED_STDOUT).labels
-    rows, notes = _ncu.match(launches, labels)
+    labels = profile.read_child_output(CANNED_STDOUT).labels
+    rows, notes = ncu.match(launches, labels)
     assert rows == [] and "no NVTX column" in notes[0]
-    rows, notes = _ncu.match(launches[1:4], labels)
+    rows, notes = ncu.match(launches[1:4], labels)
     assert [(r.launch, r.impl) for r in rows] == [(0, "cublas"), (1, "cuda"), (2, "triton")] and notes == []
 
 
@@ -278,9 +279,9 @@ def fake_run(log_text, stdout, returncode=0, calls=None):
 def test_profile_without_ncu(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: pytest.fail("nothing should run"))
-    report = _ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", None)
+    report = ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", None)
     assert report.rows == [] and "ncu (Nsight Compute) is not on the PATH" in report.problem
-    assert _ncu.ncu_missing() == report.problem
+    assert ncu.ncu_missing() == report.problem
 
 
 def test_profile_without_counter_permission(monkeypatch, tmp_path):
@@ -294,7 +295,7 @@ def test_profile_without_counter_permission(monkeypatch, tmp_path):
     ])
     monkeypatch.setattr(shutil, "which", lambda name: "/opt/nvidia/ncu")
     monkeypatch.setattr(subprocess, "run", fake_run(log, CANNED_STDOUT, returncode=1))
-    report = _ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", tmp_path / "logs")
+    report = ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", tmp_path / "logs")
     assert report.rows == []
     assert report.problem.startswith("Nsight Compute cannot read this GPU's performance counters (ERR_NVGPUCTRPERM)")
     assert "==WARNING== No kernels were profiled." in report.notes
@@ -307,7 +308,7 @@ def test_profile_that_profiles_nothing_says_why(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: "/opt/nvidia/ncu")
     monkeypatch.setattr(subprocess, "run", fake_run("==PROF== Disconnected\n==WARNING== No kernels were profiled.\n",
                                                     CANNED_STDOUT))
-    report = _ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", None)
+    report = ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", None)
     assert report.problem == "ncu profiled no kernel (exit code 0): ==WARNING== No kernels were profiled."
 
 
@@ -315,18 +316,18 @@ def test_profile_with_canned_output_and_its_tables(monkeypatch, tmp_path):
     calls = []
     monkeypatch.setattr(shutil, "which", lambda name: "/opt/nvidia/ncu")
     monkeypatch.setattr(subprocess, "run", fake_run(CANNED_CSV, CANNED_STDOUT, calls=calls))
-    report = _ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", tmp_path)
+    report = ncu.profile(select("3"), ALL_IMPLS, [SIZE], "fp32", tmp_path)
     assert report.problem == ""
     assert [(r.launch, r.kernel[:11]) for r in report.rows] == [(0, GEMM[:11]), (0, "cublasLt::s"), (1, "smem_tiling")]
     assert report.notes[0] == ("v03 TILE=16 cuda 4096x4096x4096: failed: "
                                "RuntimeError: CUDA error: unspecified launch failure")
     assert calls[0][1]["cwd"] == REPO and calls[0][0] == report.command
 
-    table = _ncu.ncu_table(report.rows)
+    table = ncu.ncu_table(report.rows)
     line = next(x for x in table.splitlines() if x.startswith("v03"))
     assert line.split()[-6:] == ["15,229.5", "95.6", "95.3", "3,221.2", "67.1", "98.8"]
 
-    traffic = _ncu.traffic_table(report.rows).splitlines()
+    traffic = ncu.traffic_table(report.rows).splitlines()
     predicted = 4 * (4096 * 4096 * 128 + 4096 * 4096 * 128) + 4 * 4096 * 4096  # A and B read 128 times, C written
     measured = 3_221_225_472 + 67_108_864
     assert traffic[-1].split()[-4:] == ["32x32", f"{predicted / 1e6:,.1f}", f"{measured / 1e6:,.1f}",
@@ -338,36 +339,36 @@ def test_profile_with_canned_output_and_its_tables(monkeypatch, tmp_path):
 
 
 def test_default_sanitize_selection_is_the_broken_rung_and_the_rung_it_breaks():
-    assert [v.tag for v in _sanitize.default_selection()] == ["v03", "v04"]
-    assert [v.tag for v in _sanitize.default_selection(select("4-6"))] == ["v04"]  # nothing correct below it
+    assert [v.tag for v in sanitize.default_selection()] == ["v03", "v04"]
+    assert [v.tag for v in sanitize.default_selection(select("4-6"))] == ["v04"]  # nothing correct below it
 
 
 def test_sanitizer_filter_uses_mangled_names():
     v = {x.tag: x for x in all_variants()}
-    assert _sanitize.kernel_regex(v["v03"], "cuda") == "^(_Z11smem_tiling|smem_tiling$)"
-    cuda, triton = _sanitize.kernel_regex(v["v03"], "cuda"), _sanitize.kernel_regex(v["v03"], "triton")
+    assert sanitize.kernel_regex(v["v03"], "cuda") == "^(_Z11smem_tiling|smem_tiling$)"
+    cuda, triton = sanitize.kernel_regex(v["v03"], "cuda"), sanitize.kernel_regex(v["v03"], "triton")
     assert re.search(cuda, "_Z11smem_tilingILi32EEvPKfS1_Pfiii")
     assert not re.search(cuda, "smem_tiling_kernel") and re.search(triton, "smem_tiling_kernel")
     assert not re.search(cuda, "_Z12smem_no_syncILi16EEvPKfS1_Pfiii")
-    assert re.search(_sanitize.kernel_regex(v["v01"], "cuda"), "naive")  # extern "C": not mangled
+    assert re.search(sanitize.kernel_regex(v["v01"], "cuda"), "naive")  # extern "C": not mangled
     torch_fill = "_ZN2at6native29vectorized_elementwise_kernelILi4ENS0_11FillFunctorIfEESt5arrayIPcLm1EEEEviT0_T1_"
-    assert not re.search(_sanitize.kernel_regex(v["v07"], "cuda"), torch_fill)
-    assert re.search(_sanitize.kernel_regex(v["v07"], "cuda"), "_Z9vectorizeILi128ELi128ELi8ELi8ELi8EEvPKfS1_Pfiiii")
+    assert not re.search(sanitize.kernel_regex(v["v07"], "cuda"), torch_fill)
+    assert re.search(sanitize.kernel_regex(v["v07"], "cuda"), "_Z9vectorizeILi128ELi128ELi8ELi8ELi8EEvPKfS1_Pfiiii")
 
 
 def test_sanitizer_command(monkeypatch, tmp_path):
     monkeypatch.setattr(shutil, "which", lambda name: f"/usr/local/cuda/bin/{name}")
     v04 = select("4")[0]
-    cmd = _sanitize.sanitizer_command("racecheck", v04, {"TILE": 16}, "cuda", (64, 64, 64), "fp32", tmp_path / "r.log")
+    cmd = sanitize.sanitizer_command("racecheck", v04, {"TILE": 16}, "cuda", (64, 64, 64), "fp32", tmp_path / "r.log")
     assert cmd[0] == "/usr/local/cuda/bin/compute-sanitizer"
     flags = pairs(cmd)
     for pair in [("--tool", "racecheck"), ("--racecheck-report", "analysis"),
                  ("--target-processes", "application-only"),
                  ("--kernel-name", "regex=^(_Z12smem_no_sync|smem_no_sync$)"), ("--log-file", str(tmp_path / "r.log"))]:
         assert pair in flags
-    child = _profile.child_command([v04], ["cuda"], [(64, 64, 64)], "fp32", config={"TILE": 16}, warmup=False)
+    child = profile.child_command([v04], ["cuda"], [(64, 64, 64)], "fp32", config={"TILE": 16}, warmup=False)
     assert cmd[-len(child):] == child
-    memcheck = _sanitize.sanitizer_command("memcheck", v04, {}, "triton", (64, 64, 64), "fp32", tmp_path / "m.log")
+    memcheck = sanitize.sanitizer_command("memcheck", v04, {}, "triton", (64, 64, 64), "fp32", tmp_path / "m.log")
     assert ("--tool", "memcheck") in pairs(memcheck) and "--racecheck-report" not in memcheck
     assert ("--kernel-name", "regex=^(smem_no_sync_kernel$)") in pairs(memcheck)
 
@@ -424,7 +425,7 @@ cudaFuncGetAttributes.
 
 
 def test_parse_racecheck_analysis_reports():
-    f = _sanitize.parse_log(RACECHECK_ANALYSIS)
+    f = sanitize.parse_log(RACECHECK_ANALYSIS)
     assert f.summary == "RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)"
     assert (f.reports, f.errors, f.warnings, f.hazards, f.by_type) == (2, 2, 0, 1536, {})
     assert len(f.lines) == 4
@@ -433,20 +434,20 @@ def test_parse_racecheck_analysis_reports():
 
 
 def test_parse_racecheck_hazard_reports():
-    f = _sanitize.parse_log(RACECHECK_HAZARDS)
+    f = sanitize.parse_log(RACECHECK_HAZARDS)
     assert (f.reports, f.errors, f.hazards, f.by_type) == (3, 3, 3, {"RAW": 1, "WAR": 2})
     assert f.lines[0] == "Error: Potential RAW hazard detected at __shared__ 0x0 in block (0,0,0) :"
-    assert len(f.lines) == _sanitize.FIRST_LINES
+    assert len(f.lines) == sanitize.FIRST_LINES
 
 
 def test_parse_memcheck_and_clean_and_unfinished_logs():
-    f = _sanitize.parse_log(MEMCHECK)
+    f = sanitize.parse_log(MEMCHECK)
     assert (f.summary, f.reports, f.errors, f.api_errors) == ("ERROR SUMMARY: 2 errors", 2, 2, 1)
     assert f.lines[:2] == ["Invalid __global__ read of size 4 bytes", "    at smem_tiling_kernel+0x3d0"]
     assert not any("Host Frame" in line or "backtrace" in line for line in f.lines)
-    clean = _sanitize.parse_log(RACECHECK_CLEAN)
+    clean = sanitize.parse_log(RACECHECK_CLEAN)
     assert (clean.reports, clean.hazards, clean.lines) == (0, 0, [])
-    assert _sanitize.parse_log("========= COMPUTE-SANITIZER\n").summary == ""
+    assert sanitize.parse_log("========= COMPUTE-SANITIZER\n").summary == ""
 
 
 def fake_sanitizer(logs):
@@ -463,7 +464,7 @@ def fake_sanitizer(logs):
 def test_sanitize_shows_the_race_and_says_what_racecheck_cannot_see(monkeypatch, tmp_path):
     monkeypatch.setattr(shutil, "which", lambda name: "/opt/cuda/bin/compute-sanitizer")
     monkeypatch.setattr(subprocess, "run", fake_sanitizer({("v04", "cuda"): RACECHECK_ANALYSIS}))
-    report = _sanitize.sanitize("racecheck", _sanitize.default_selection(), log_dir=tmp_path)
+    report = sanitize.sanitize("racecheck", sanitize.default_selection(), log_dir=tmp_path)
     assert report.problem == ""
     got = {(r.rung, r.config, r.impl): r.verdict for r in report.results}
     assert list(got) == [("v03", "TILE=16", "cuda"), ("v03", "TILE=16", "triton"), ("v03", "TILE=32", "cuda"),
@@ -475,7 +476,7 @@ def test_sanitize_shows_the_race_and_says_what_racecheck_cannot_see(monkeypatch,
                                                       "racecheck checks shared memory only")
     assert "no atomic add between split-K programs" in got["v04", "TILE=32", "triton"]
     assert (tmp_path / "racecheck_v04_TILE16_cuda.log").read_text() == RACECHECK_ANALYSIS
-    text = _sanitize.format_report(report)
+    text = sanitize.format_report(report)
     assert "v04 TILE=16 cuda: first lines of RACECHECK SUMMARY: 2 hazards displayed" in text
     assert "[1024 hazards]" in text and "v03 TILE=16 cuda: first lines" not in text
 
@@ -494,7 +495,7 @@ def test_sanitize_does_not_call_a_skipped_or_unfinished_launch_clean(monkeypatch
         return subprocess.CompletedProcess(cmd, 139, stdout=stdout, stderr="Segmentation fault")
 
     monkeypatch.setattr(subprocess, "run", run)
-    report = _sanitize.sanitize("memcheck", select("14,15"), impls=("cuda", "cublas"), dtype="bf16")
+    report = sanitize.sanitize("memcheck", select("14,15"), impls=("cuda", "cublas"), dtype="bf16")
     verdicts = [r.verdict for r in report.results]
     assert verdicts[-1] == "v15 cuda 97x61x130: skipped: needs compute capability 9.0"
     assert verdicts[0].startswith("no summary from compute-sanitizer (exit code 139)")
@@ -502,15 +503,15 @@ def test_sanitize_does_not_call_a_skipped_or_unfinished_launch_clean(monkeypatch
 
 
 def test_sanitize_memcheck_verdict_separates_api_errors():
-    result = _sanitize.SanitizeResult("v03", "smem_tiling", "TILE=16", "triton", "memcheck", launched=True,
-                                      findings=_sanitize.parse_log(MEMCHECK))
+    result = sanitize.SanitizeResult("v03", "smem_tiling", "TILE=16", "triton", "memcheck", launched=True,
+                                      findings=sanitize.parse_log(MEMCHECK))
     assert result.verdict == "1 error(s) in the kernel (1 CUDA API error(s) from host-side calls)"
 
 
 def test_sanitize_without_the_tool_or_with_an_unknown_tool(monkeypatch):
     monkeypatch.setattr(shutil, "which", lambda name: None)
-    report = _sanitize.sanitize("racecheck", select("4"))
+    report = sanitize.sanitize("racecheck", select("4"))
     assert report.results == [] and "compute-sanitizer is not on the PATH" in report.problem
-    assert _sanitize.format_report(report).startswith("compute-sanitizer racecheck: compute-sanitizer is not")
+    assert sanitize.format_report(report).startswith("compute-sanitizer racecheck: compute-sanitizer is not")
     with pytest.raises(ValueError, match="unknown compute-sanitizer tool 'leakcheck'"):
-        _sanitize.sanitize("leakcheck", select("4"))
+        sanitize.sanitize("leakcheck", select("4"))

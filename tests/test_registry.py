@@ -9,8 +9,8 @@ from triton.experimental.gluon._runtime import GluonJITFunction
 from triton.runtime.jit import KernelInterface
 
 from implementations import all_variants, select
-from implementations._cuda import KERNEL_DIR
-from implementations._registry import Variant
+from implementations.core.cuda_c import KERNEL_DIR
+from implementations.core.registry import Variant
 
 PACKAGE_DIR = KERNEL_DIR.parent / "implementations"
 

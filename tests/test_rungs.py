@@ -8,8 +8,8 @@ import importlib
 
 import pytest
 
-from implementations import _bench
-from implementations._check import PRECISIONS
+from implementations.core import bench
+from implementations.core.check import PRECISIONS
 
 from .helpers import (AWKWARD_SHAPES, INTERPRETER_BF16, candidate, checked_run, gpu_skip_reason, param_id,
                       rung_configs)
@@ -25,7 +25,7 @@ def test_triton_rung_matches_reference(variant, lang, config, dtype, shape, devi
     if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
         pytest.skip(gpu_skip_reason(variant, lang, dtype))
     result = checked_run(variant, lang, shape, device, dtype, **config)
-    assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+    assert result.status == bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
 
 
 @pytest.mark.gpu
@@ -35,7 +35,7 @@ def test_cuda_rung_matches_reference(variant, lang, config, dtype, shape):
     if gpu_skip_reason(variant, lang, dtype):
         pytest.skip(gpu_skip_reason(variant, lang, dtype))
     result = checked_run(variant, lang, shape, "cuda", dtype, **config)
-    assert result.status == _bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+    assert result.status == bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
 
 
 @pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
@@ -47,7 +47,7 @@ def test_triton_race_cannot_show_in_the_interpreter(config, shape, device):
     from implementations.v04_smem_no_sync import VARIANT
 
     result = checked_run(VARIANT, "triton", shape, device, **config)
-    assert result.status == _bench.STATUS_RACE_HID, (result.error, result.note)
+    assert result.status == bench.STATUS_RACE_HID, (result.error, result.note)
 
 
 @pytest.mark.parametrize("shape", [*AWKWARD_SHAPES, (1100, 70, 20)], ids=param_id)
@@ -57,11 +57,11 @@ def test_every_triton_autotune_config_matches_reference(shape, device):
     from implementations import v11_autotuned as v11
 
     for config in v11.TRITON_CONFIGS:
-        result = _bench.measure(
+        result = bench.measure(
             rung="v11", name="autotuned", config=v11.describe(config), impl="triton", precision=PRECISIONS["fp32"],
             shape=shape, device=device, seed=11,
             prepare=lambda a, b, config=config: candidate(a, b, lambda c: v11.launch_config(a, b, c, config)))
-        assert result.status == _bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
+        assert result.status == bench.STATUS_OK, (v11.describe(config), result.error, result.bound, result.note)
 
 
 @pytest.mark.parametrize("module, dtype", [("v15_warp_specialized", "fp16"), ("v16_wgmma_tf32", "tf32")])
@@ -72,8 +72,8 @@ def test_every_hopper_triton_config_matches_reference(shape, device, module, dty
 
     rung = importlib.import_module(f"implementations.{module}")
     for config in rung.TRITON_CONFIGS:
-        result = _bench.measure(
+        result = bench.measure(
             rung=rung.VARIANT.tag, name=rung.VARIANT.name, config=describe(config), impl="triton",
             precision=PRECISIONS[dtype], shape=shape, device=device, seed=15,
             prepare=lambda a, b, config=config: candidate(a, b, lambda c: rung.launch_config(a, b, c, config)))
-        assert result.status == _bench.STATUS_OK, (describe(config), result.error, result.bound, result.note)
+        assert result.status == bench.STATUS_OK, (describe(config), result.error, result.bound, result.note)

@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from implementations import select
-from implementations._cli import Task, skip_reason
-from implementations._cuda import TENSOR_MAP_DTYPE, CudaSource, _kernel_arg
+from implementations.core.cli import Task, skip_reason
+from implementations.core.cuda_c import TENSOR_MAP_DTYPE, CudaSource, _kernel_arg
 from implementations.v14_wgmma_tma import tma_operands
 
 

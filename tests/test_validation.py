@@ -5,9 +5,9 @@ import pytest
 import torch
 
 from implementations import all_variants, select
-from implementations._check import PRECISIONS, reference
-from implementations._cuda import CudaSource, _kernel_arg, check_grid, check_launch_shape
-from implementations._validate import check_operands
+from implementations.core.check import PRECISIONS, reference
+from implementations.core.cuda_c import CudaSource, _kernel_arg, check_grid, check_launch_shape
+from implementations.core.validate import check_operands
 
 from .helpers import gpu_skip_reason
 

@@ -18,10 +18,10 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from ._check import Precision, compare, make_inputs, poison, reference
-from ._registry import Prepared, TunedRun
-from ._traffic import predicted_bytes
-from ._validate import Refused
+from .check import Precision, compare, make_inputs, poison, reference
+from .registry import Prepared, TunedRun
+from .traffic import predicted_bytes
+from .validate import Refused
 
 STATUS_OK = "ok"
 STATUS_WRONG = "WRONG"
@@ -68,7 +68,7 @@ class Result:
     pct_cublas: float | None = None
     speedup_cpu: float | None = None  # the CPU baseline's time over this one's
     tile: str = ""  # BMxBN: the block tile behind traffic_bytes
-    traffic_bytes: int | None = None  # global traffic the tile implies (_traffic.py)
+    traffic_bytes: int | None = None  # global traffic the tile implies (traffic.py)
     registers: int | None = None
     smem_bytes: int | None = None
     local_bytes: int | None = None

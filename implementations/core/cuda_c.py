@@ -28,9 +28,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from ._validate import Refused
+from . import IMPORT_ROOT, PACKAGE_DIR
+from .validate import Refused
 
-KERNEL_DIR = Path(__file__).resolve().parent.parent / "kernels_cuda"
+# kernels_cuda/ stands beside the package in a checkout and inside it once installed (package data).
+KERNEL_DIR = next((d for d in (IMPORT_ROOT / "kernels_cuda", PACKAGE_DIR / "kernels_cuda") if d.is_dir()),
+                  IMPORT_ROOT / "kernels_cuda")
 # The one place compile options live, for NVRTC (GPU runs) and nvcc (CPU reports) alike. No
 # fast-math: the fp32 rungs are compared with IEEE fp32 cuBLAS.
 COMPILE_OPTIONS = ("-std=c++17", f"-I{KERNEL_DIR}")
@@ -115,8 +118,8 @@ class CudaSource:
     def check_present(self) -> None:
         if not self.path.is_file():
             raise RuntimeError(
-                f"{self.path} not found: the CUDA C sources live in the repository's kernels_cuda/, so install "
-                "the package from a checkout with `pip install -e .`"
+                f"{self.path} not found: the CUDA C sources ship in the package (implementations/kernels_cuda) "
+                "or stand beside it in a checkout (kernels_cuda/); reinstall with `pip install .`"
             )
 
     def function(self, name: str, device: int):

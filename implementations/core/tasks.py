@@ -1,7 +1,7 @@
 """What a comparison run is made of: its tasks (a rung, config and language at one size, or a
 baseline), their order, why one is skipped, and the parsers of the options that choose them.
 
-Shared by compare.py (_cli.py) and the child program that the profiling tools run (_profile.py).
+Shared by compare.py (cli.py) and the child program that the profiling tools run (profile.py).
 """
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import torch
 
-from . import _bench
-from ._check import PRECISIONS
-from ._registry import Variant, config_label, select
+from . import bench
+from .check import PRECISIONS
+from .registry import Variant, config_label, select
 
 IMPLS = ("cuda", "triton", "cublas", "cpu")
 DEFAULT_CPU_LIMIT_S = 2.0  # the CPU baseline runs at the sizes where one call is estimated to take this long at most
@@ -105,7 +105,7 @@ def plan(variants: list[Variant], impls: tuple[str, ...], sizes) -> Iterator[Tas
 def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:
     v = task.variant
     if task.impl == "cpu":
-        seconds = _bench.cpu_seconds_estimate(*task.shape, PRECISIONS[dtype])
+        seconds = bench.cpu_seconds_estimate(*task.shape, PRECISIONS[dtype])
         if seconds > cpu_limit_s:
             return f"one CPU call would take about {seconds:.0f} s (--cpu-limit {cpu_limit_s:g})"
         return ""

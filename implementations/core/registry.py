@@ -18,11 +18,12 @@ from typing import Any, NamedTuple
 
 import torch
 
-from ._check import PRECISIONS
-from ._cuda import CudaSource
-from ._validate import check_operands
+from .check import PRECISIONS
+from .cuda_c import CudaSource
+from .validate import check_operands
 
 RUNG_MODULE = re.compile(r"v(\d{2})_([a-z][a-z0-9_]*)")
+RUNGS_PACKAGE = __package__.rpartition(".")[0]  # "implementations": the rung modules live at its top
 LANGS = ("cuda", "triton")
 
 # A launcher takes validated, contiguous operands a (M×K), b (K×N), the output c (M×N) and the rung's
@@ -66,7 +67,7 @@ class Variant:
     expect_wrong: str = ""  # non-empty for a rung broken on purpose: why it is wrong
     min_cc: tuple[int, int] = (7, 0)
     # The BM×BN tile of C one block computes, when no config says it (configs with BM/BN or TILE do,
-    # autotuned runs report theirs): the roofline's traffic model (_traffic.py). (1, 1): no reuse.
+    # autotuned runs report theirs): the roofline's traffic model (traffic.py). (1, 1): no reuse.
     tile: tuple[int, int] | None = None
 
     def __post_init__(self):
@@ -137,7 +138,7 @@ class Variant:
         launch helpers it imports (v05-v09 launch v03's kernel through `launch_smem_tiling`)."""
         module = sys.modules[self.module]
         found = {module} | {sys.modules[obj.__module__] for obj in vars(module).values()
-                            if callable(obj) and getattr(obj, "__module__", "").startswith(__package__ + ".v")}
+                            if callable(obj) and getattr(obj, "__module__", "").startswith(RUNGS_PACKAGE + ".v")}
         return sorted(found, key=lambda m: m.__name__)
 
     def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, **config: int) -> torch.Tensor:
@@ -150,12 +151,12 @@ class Variant:
 @cache
 def all_variants() -> tuple[Variant, ...]:
     """Every rung module in this package, in ladder order."""
-    package = importlib.import_module(__package__)
+    package = importlib.import_module(RUNGS_PACKAGE)
     found = []
     for info in pkgutil.iter_modules(package.__path__):
         if RUNG_MODULE.fullmatch(info.name) is None:
             continue
-        module = importlib.import_module(f"{__package__}.{info.name}")
+        module = importlib.import_module(f"{RUNGS_PACKAGE}.{info.name}")
         variant = getattr(module, "VARIANT", None)
         if not isinstance(variant, Variant) or variant.module != module.__name__:
             raise TypeError(f"{module.__name__} must define VARIANT = Variant(__name__, ...)")

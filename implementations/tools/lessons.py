@@ -1,6 +1,6 @@
 """Side-by-side lessons, generated from the code so that they never drift from it.
 
-`python -m implementations._lessons --out DIR [--results run.json ...] [--images figure.png ...]`
+`python -m implementations.tools.lessons --out DIR [--results run.json ...] [--images figure.png ...]`
 writes DIR/lessons.html (one self-contained page, readable offline) and DIR/lessons.md (the same
 for the repository). For every rung the registry finds: its docstring (the idea and the concept
 map), the CUDA C kernel beside the Triton kernel, each with its Python launcher, the lines of code
@@ -47,17 +47,17 @@ import torch
 from tabulate import tabulate
 from triton.runtime.jit import KernelInterface
 
-from ._bench import Result
-from ._cuda import CudaSource, PtxasReport, compile_report, nvcc_path
-from ._registry import Variant, all_variants, config_label
-from ._report import (NO_COMPILE_S, by_shape, compile_table, kernel_table, ladder_table, load_document,
+from ..core import IMPORT_ROOT
+from ..core.bench import Result
+from ..core.cuda_c import CudaSource, PtxasReport, compile_report, nvcc_path
+from ..core.registry import Variant, all_variants, config_label
+from ..core.report import (NO_COMPILE_S, by_shape, compile_table, kernel_table, ladder_table, load_document,
                       notes_table, results_of)
-from ._triton import python_function
+from ..core.triton_util import python_function
 
 # pygments, markdown and jinja2 (the docs extra) are imported where they are used: nothing else in the
 # package needs them.
 
-REPO = Path(__file__).resolve().parent.parent
 NOT_MEASURED = "not measured (no GPU run given)"
 NO_SIDE = "—"
 
@@ -124,7 +124,7 @@ class Piece:
 
     @property
     def where(self) -> str:
-        rel = self.path.relative_to(REPO).as_posix()
+        rel = self.path.relative_to(IMPORT_ROOT).as_posix()
         lines = f"{self.first}" if self.first == self.last else f"{self.first}-{self.last}"
         return rel if self.lang == "cuda" else f"{rel}:{lines}"
 
@@ -658,7 +658,7 @@ def _intro(sets: list[RunSet], untimed: list[str]) -> list[str]:
         "Every rung of the matrix-multiplication ladder twice: the CUDA C kernel (launched through CuPy) beside "
         "the Triton kernel, each with its launcher; the idea and the concept map from the rung's docstring; "
         "lines of code, compiled-kernel resources and the measured % of cuBLAS.",
-        "Generated from the code by `python -m implementations._lessons`: edit the rungs, not this page.",
+        "Generated from the code by `python -m implementations.tools.lessons`: edit the rungs, not this page.",
     ]
     if sets:
         devices = ", ".join(dict.fromkeys(s.device for s in sets))
@@ -771,7 +771,7 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m implementations._lessons",
+        prog="python -m implementations.tools.lessons",
         description="Write the side-by-side lessons (CUDA C beside Triton for every rung) as one self-contained "
                     "HTML page and a markdown file, from the code and from saved result documents.")
     parser.add_argument("--out", type=Path, required=True, help="folder for lessons.html and lessons.md")

@@ -17,8 +17,8 @@ from typing import get_args, get_type_hints
 
 from tabulate import tabulate
 
-from ._bench import Result
-from ._cuda import PtxasReport
+from .bench import Result
+from .cuda_c import PtxasReport
 
 RESULT_COLUMNS = [f.name for f in fields(Result) if f.name != "samples"] + ["size"]
 

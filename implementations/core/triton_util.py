@@ -7,7 +7,7 @@ import types
 
 import triton
 
-from ._validate import Refused, check_tile
+from .validate import Refused, check_tile
 
 
 def check_blocks(**sides: int) -> None:

@@ -6,7 +6,7 @@ belongs to that launch:
 
     compute-sanitizer --tool racecheck --racecheck-report analysis --target-processes application-only
         --kernel-name regex=^(_Z12smem_no_sync|smem_no_sync$) --log-file <log>
-        python -m implementations._profile --rungs v04 --impl cuda --sizes 97x61x130 --dtype fp32
+        python -m implementations.tools.profile --rungs v04 --impl cuda --sizes 97x61x130 --dtype fp32
             --config-json '{"TILE": 16}' --no-warmup
 
 - The tools instrument every kernel of the process (torch's, Triton's autotuning, cuBLAS's) unless
@@ -37,11 +37,11 @@ from pathlib import Path
 import torch
 from tabulate import tabulate
 
-from . import _tasks
-from ._profile import child_command, cuda_kernel_names, read_child_output, triton_kernel_names
-from ._registry import LANGS, Variant, all_variants, config_label
+from ..core import tasks
+from .profile import child_command, cuda_kernel_names, read_child_output, triton_kernel_names
+from ..core import IMPORT_ROOT
+from ..core.registry import LANGS, Variant, all_variants, config_label
 
-REPO = Path(__file__).resolve().parent.parent
 TOOLS = ("racecheck", "memcheck", "initcheck", "synccheck")
 DEFAULT_SIZE = (97, 61, 130)  # ragged in all three: edge masks run, and K spans several tiles (TILE 32: 5 steps)
 FIRST_LINES = 8  # report lines shown per launch
@@ -170,13 +170,13 @@ def _check_one(tool: str, v: Variant, config: dict, impl: str, size: tuple[int, 
                folder: Path, keep: bool, racecheck_report: str) -> SanitizeResult:
     result = SanitizeResult(v.tag, v.name, config_label(config), impl, tool, v.expect_wrong)
     # the checks that need no GPU here (dtype, language); the child checks the device's own limits
-    reason = _tasks.skip_reason(_tasks.Task(v, config, impl, size), dtype, torch.device("cpu"))
+    reason = tasks.skip_reason(tasks.Task(v, config, impl, size), dtype, torch.device("cpu"))
     if reason:
         result.note = f"skipped: {reason}"
         return result
     log_file = folder / f"{_log_name(tool, v, config, impl)}.log"
     cmd = sanitizer_command(tool, v, config, impl, size, dtype, log_file, racecheck_report)
-    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+    proc = subprocess.run(cmd, cwd=IMPORT_ROOT, capture_output=True, text=True)
     text = log_file.read_text() if log_file.is_file() else ""
     child = read_child_output(proc.stdout)
     result.launched = bool(child.labels)

@@ -1,6 +1,6 @@
 """The child program that Nsight Compute and compute-sanitizer run: each chosen launch once, marked.
 
-    python -m implementations._profile --rungs 3,4 --impl cuda,triton,cublas --sizes 4096 --dtype fp32
+    python -m implementations.tools.profile --rungs 3,4 --impl cuda,triton,cublas --sizes 4096 --dtype fp32
 
 For every size, rung, config and language (the order compare.py runs them in, cuBLAS first), it
 prepares the launch, runs it once unmarked (compilation, an autotuner's search: not what we want to
@@ -31,13 +31,13 @@ from dataclasses import dataclass, field
 
 import torch
 
-from ._bench import _one_line, cublas_prepare
-from ._check import PRECISIONS, make_inputs
-from . import _tasks
-from ._env import set_fp32_matmul
-from ._registry import Variant, config_label, select
-from ._traffic import run_tile
-from ._validate import Refused
+from ..core.bench import _one_line, cublas_prepare
+from ..core.check import PRECISIONS, make_inputs
+from ..core import tasks
+from ..core.env import set_fp32_matmul
+from ..core.registry import Variant, config_label, select
+from ..core.traffic import run_tile
+from ..core.validate import Refused
 
 RANGE = "tvc"  # the NVTX range around every profiled launch
 IMPLS = ("cuda", "triton", "cublas")  # what launches GPU kernels (compare.py's CPU baseline does not)
@@ -64,13 +64,13 @@ def _config(text: str) -> dict[str, int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m implementations._profile", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m implementations.tools.profile", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rungs", type=_tasks.parse_rungs, default=None, metavar="SPEC",
+    p.add_argument("--rungs", type=tasks.parse_rungs, default=None, metavar="SPEC",
                    help='rungs as compare.py takes them: "3", "v03", "smem_tiling", "1-3" (default: all)')
-    p.add_argument("--impl", type=_tasks.parse_impls, default=IMPLS, metavar="LIST",
+    p.add_argument("--impl", type=tasks.parse_impls, default=IMPLS, metavar="LIST",
                    help="comma-separated: cuda, triton, cublas (default: all three)")
-    p.add_argument("--sizes", type=_tasks.parse_sizes, default=_tasks.parse_sizes("4096"), metavar="LIST",
+    p.add_argument("--sizes", type=tasks.parse_sizes, default=tasks.parse_sizes("4096"), metavar="LIST",
                    help="N for N³ or MxNxK, comma-separated (default: 4096)")
     p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32", help="operand precision (default: fp32)")
     p.add_argument("--config-json", type=_config, default=None, metavar="JSON",
@@ -81,15 +81,15 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _record(task: _tasks.Task, dtype: str) -> dict:
+def _record(task: tasks.Task, dtype: str) -> dict:
     v = task.variant
-    rung, name = _tasks.BASELINES[task.impl] if v is None else (v.tag, v.name)
+    rung, name = tasks.BASELINES[task.impl] if v is None else (v.tag, v.name)
     M, N, K = task.shape
     return {"rung": rung, "name": name, "config": config_label(task.config), "impl": task.impl,
             "M": M, "N": N, "K": K, "dtype": dtype}
 
 
-def _prepare(task: _tasks.Task, dtype: str, device: torch.device, seed: int):
+def _prepare(task: tasks.Task, dtype: str, device: torch.device, seed: int):
     a, b = make_inputs(*task.shape, PRECISIONS[dtype], device, seed)
     if task.variant is None:
         return cublas_prepare(a, b)
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     if not set(args.impl) <= set(IMPLS):
         parser.error(f"--impl: choose from {', '.join(IMPLS)}: the others launch no GPU kernel")
     if not torch.cuda.is_available():
-        print("python -m implementations._profile needs a CUDA device: it runs kernels for Nsight Compute and "
+        print("python -m implementations.tools.profile needs a CUDA device: it runs kernels for Nsight Compute and "
               "compute-sanitizer, and there is none here.", file=sys.stderr)
         return 2
     device = torch.device("cuda", torch.cuda.current_device())
@@ -111,9 +111,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.config_json is not None:
         variants = [dataclasses.replace(v, configs=(args.config_json,)) for v in variants]
     index, failures = 0, 0
-    for task in _tasks.plan(variants, args.impl, args.sizes):
+    for task in tasks.plan(variants, args.impl, args.sizes):
         record = _record(task, args.dtype)
-        reason = _tasks.skip_reason(task, args.dtype, device)
+        reason = tasks.skip_reason(task, args.dtype, device)
         try:
             if not reason:
                 prepared = _prepare(task, args.dtype, device, args.seed)
@@ -191,7 +191,7 @@ def triton_kernel_names(variant: Variant) -> tuple[str, ...]:
     helpers it imports (v05-v09 launch v03's kernel)."""
     from triton.runtime.jit import KernelInterface
 
-    from ._triton import python_function
+    from ..core.triton_util import python_function
 
     names = [python_function(obj).__name__ for home in variant.homes for obj in vars(home).values()
              if isinstance(obj, KernelInterface)]

@@ -1,11 +1,11 @@
 """Nsight Compute over the chosen rungs: speed of light, DRAM bytes and occupancy per launch.
 
-`profile` runs the child program (implementations/_profile.py) under
+`profile` runs the child program (implementations/profile.py) under
 
     ncu --target-processes application-only --clock-control none --nvtx --nvtx-include tvc/
         --kernel-name-base function --kernel-name regex:^(smem_tiling|smem_tiling_kernel|...)$
         --metrics gpu__time_duration.sum,... --csv --page raw --print-units base --log-file <csv>
-        python -m implementations._profile --rungs ... --impl ... --sizes ... --dtype ...
+        python -m implementations.tools.profile --rungs ... --impl ... --sizes ... --dtype ...
 
 - Clock control off: the kernels run at the clocks they get outside the profiler (ncu locks them by
   default, to base or boost clocks by version), so the times are comparable with compare.py's. Cache
@@ -39,13 +39,13 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from ._check import PRECISIONS
-from ._profile import (RANGE, child_command, cuda_kernel_names, describe, read_child_output,
+from ..core.check import PRECISIONS
+from .profile import (RANGE, child_command, cuda_kernel_names, describe, read_child_output,
                        triton_kernel_names)
-from ._registry import Variant
-from ._traffic import predicted_bytes
+from ..core import IMPORT_ROOT
+from ..core.registry import Variant
+from ..core.traffic import predicted_bytes
 
-REPO = Path(__file__).resolve().parent.parent
 METRICS = {  # NcuRow field -> Nsight Compute metric
     "time_ns": "gpu__time_duration.sum",
     "sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -165,7 +165,7 @@ class NcuRow:
     N: int
     K: int
     dtype: str
-    tile: tuple[int, int] | None  # the block tile the run computed with (_traffic.run_tile), None for cuBLAS
+    tile: tuple[int, int] | None  # the block tile the run computed with (traffic.run_tile), None for cuBLAS
     launch: int
     kernel: str
     time_ns: float | None = None
@@ -233,7 +233,7 @@ def profile(variants: Sequence[Variant], impls: Sequence[str], sizes: Sequence[t
         folder.mkdir(parents=True, exist_ok=True)
         log_file = folder / "ncu_raw.csv"
         cmd = ncu_command(variants, impls, sizes, dtype, log_file)
-        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        proc = subprocess.run(cmd, cwd=IMPORT_ROOT, capture_output=True, text=True)
         log = log_file.read_text() if log_file.is_file() else ""
     if log_dir is not None:
         (folder / "ncu_command.txt").write_text(shlex.join(cmd) + "\n")
@@ -281,7 +281,7 @@ def ncu_table(rows: list[NcuRow], fmt: str = "simple") -> str:
 
 
 def traffic_table(rows: list[NcuRow], fmt: str = "simple") -> str:
-    """The memory-traffic lesson: the global traffic each rung's block tile asks for (_traffic.py)
+    """The memory-traffic lesson: the global traffic each rung's block tile asks for (traffic.py)
     beside the DRAM bytes ncu measured (read + write). Below 1, the L2 cache served the repeats."""
     header = ["rung", "config", "impl", "size", "tile", "predicted MB", "DRAM read+write MB", "measured / predicted"]
     body = []

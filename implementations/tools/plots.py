@@ -2,13 +2,13 @@
 
 - the ladder: % of cuBLAS per rung, the CUDA C bar beside the Triton bar, one figure per size and dtype;
 - a roofline: each rung's arithmetic intensity (flops over the global traffic its block tile implies,
-  _traffic.py) against the TFLOP/s it reached, under the two ceilings measured in the same run: the
+  traffic.py) against the TFLOP/s it reached, under the two ceilings measured in the same run: the
   device copy bandwidth (the slanted memory roof) and cuBLAS at that size and precision (the flat roof);
 - TFLOP/s against size, one line per rung and language with cuBLAS dashed, when a run has several sizes;
 - a config sweep (`compare.py --sweep TILE=8,16,32,64`): time against the swept value per language,
   with the values a rung refused marked and named.
 
-    python -m implementations._plots results.json [more.json | rows.csv ...] --out plots/ [--sweep TILE]
+    python -m implementations.tools.plots results.json [more.json | rows.csv ...] --out plots/ [--sweep TILE]
 
 Figures are drawn on `matplotlib.figure.Figure` objects, not through pyplot, so no display or global
 state is involved and the same code runs on a CPU-only machine over results saved on a GPU one.
@@ -23,9 +23,9 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ._bench import Result
-from ._report import by_shape, config_values, results_of
-from ._report import load_document as load
+from ..core.bench import Result
+from ..core.report import by_shape, config_values, results_of
+from ..core.report import load_document as load
 
 IMPL_STYLE = {"cuda": ("CUDA C", "o", "#1f77b4"), "triton": ("Triton", "s", "#ff7f0e")}
 CUBLAS_COLOR = "black"
@@ -217,7 +217,7 @@ def write_all(doc: dict, out_dir, sweep: str | None = None) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m implementations._plots", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m implementations.tools.plots", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("results", nargs="+", type=Path,
                    help="documents written by compare.py --json, or rows by --csv (its .env.json beside them)")

@@ -16,13 +16,14 @@ import torch
 from tabulate import tabulate
 from tqdm import tqdm
 
-from . import _bench, _cuda, _lessons, _ncu, _plots, _profile, _report, _sanitize
-from ._check import PRECISIONS
-from ._env import end_of_run, environment, set_fp32_matmul
-from ._registry import LANGS, Variant, all_variants, config_label, select
-from ._tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, IMPLS, Task, parse_impls, parse_rungs, parse_sizes,
+from . import bench, cuda_c, report
+from ..tools import lessons, ncu, plots, profile, sanitize
+from .check import PRECISIONS
+from .env import end_of_run, environment, set_fp32_matmul
+from .registry import LANGS, Variant, all_variants, config_label, select
+from .tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, IMPLS, Task, parse_impls, parse_rungs, parse_sizes,
                      parse_sweep, plan, positive, skip_reason)
-from ._traffic import run_tile
+from .traffic import run_tile
 
 DEFAULT_GPU_SIZES = "4096"
 DEFAULT_CPU_SIZES = "17x33x5,97x61x130"
@@ -102,7 +103,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="after timing, profile every chosen launch under Nsight Compute (clock control off, "
                         "filtered by kernel name): SM and memory throughput %%, DRAM bytes, achieved occupancy, and "
                         "the traffic each block tile implies beside the DRAM bytes measured")
-    p.add_argument("--sanitize", nargs="?", const="racecheck", choices=_sanitize.TOOLS, metavar="TOOL",
+    p.add_argument("--sanitize", nargs="?", const="racecheck", choices=sanitize.TOOLS, metavar="TOOL",
                    help="instead of timing, run compute-sanitizer (racecheck by default; memcheck, initcheck, "
                         "synccheck) over the chosen rungs' CUDA C and Triton kernels at one small ragged size "
                         "(default rungs: the broken-on-purpose one and the correct rung it breaks)")
@@ -130,8 +131,8 @@ def list_rungs() -> str:
     return tabulate(rows, ["rung", "name", "title", "dtypes", "configs", "languages", ""], disable_numparse=True)
 
 
-def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: torch.device, seed: int,
-              timing: _bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S, rounds: int = 1) -> None:
+def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: torch.device, seed: int,
+              timing: bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S, rounds: int = 1) -> None:
     """Check and time every task, size by size.
 
     rounds > 1: the implementations of a size are checked and timed that many times, in reverse order every
@@ -145,14 +146,14 @@ def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: 
     step = 0
     for _, group in itertools.groupby(enumerate(tasks), key=lambda item: item[1].shape):
         group = list(group)
-        results: dict[int, _bench.Result] = {}
+        results: dict[int, bench.Result] = {}
         for r in range(rounds):
             for i, task in group if r % 2 == 0 else group[::-1]:
                 bar.set_description(task.label)
                 bar.update()
                 step += 1
                 first = results.get(i)
-                if first is not None and not (first.status == _bench.STATUS_OK and first.samples
+                if first is not None and not (first.status == bench.STATUS_OK and first.samples
                                               and task.impl != "cpu"):
                     continue
                 ratios = {f"{t.impl}_ms": results[j].ms for j, t in group if t.variant is None and j in results}
@@ -162,7 +163,7 @@ def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: 
                     results[i] = result
                     log.add(result, final=rounds == 1)
                 else:
-                    _bench.pool(first, result)
+                    bench.pool(first, result)
                 timed = f" {result.ms:.3f} ms" if result.ms is not None else ""
                 of = f", round {r + 1} of {rounds}" if rounds > 1 else ""
                 tqdm.write(f"[{step}/{total}{of}] {task.label}: {result.status}{timed}", file=sys.stderr)
@@ -173,16 +174,16 @@ def run_tasks(tasks: list[Task], log: _report.ResultLog, *, dtype: str, device: 
 
 
 def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: int,
-                 timing: _bench.TimingOptions | None, cpu_limit_s: float, ratios: dict) -> _bench.Result:
+                 timing: bench.TimingOptions | None, cpu_limit_s: float, ratios: dict) -> bench.Result:
     """One task checked and timed; ratios: the baselines' times at this size measured so far ({impl}_ms)."""
     v = task.variant
     rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
     reason = skip_reason(task, dtype, device, cpu_limit_s)
     if reason:
-        return _bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
+        return bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
     if v is None:
-        prepare = _bench.cpu_prepare if task.impl == "cpu" else _bench.cublas_prepare
-        return _bench.measure(
+        prepare = bench.cpu_prepare if task.impl == "cpu" else bench.cublas_prepare
+        return bench.measure(
             rung=rung, name=name, config="", impl=task.impl, precision=precision, shape=task.shape, device=device,
             seed=seed, prepare=prepare, timing=timing,
             **({"cpu_ms": ratios.get("cpu_ms")} if task.impl == "cublas" else {}))
@@ -190,48 +191,48 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
     def prepare(a, b):
         return v.prepare(task.impl, a, b, **task.config)
 
-    return _bench.measure(
+    return bench.measure(
         rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
         shape=task.shape, device=device, seed=seed, prepare=prepare, expect_wrong=v.expect_wrong, timing=timing,
         tile_of=lambda run: run_tile(v, task.config, run), cublas_ms=ratios.get("cublas_ms"),
         cpu_ms=ratios.get("cpu_ms"))
 
 
-def pool_rounds(group: list[tuple[int, Task]], results: dict[int, _bench.Result], timing: str) -> None:
+def pool_rounds(group: list[tuple[int, Task]], results: dict[int, bench.Result], timing: str) -> None:
     """Each timed result of one size from all its rounds' samples, in plan order: the baselines come
     first, so the others' ratios are taken to the baselines' pooled medians."""
     baseline_ms: dict[str, float] = {}
     for i, task in group:
         result = results[i]
-        if not (result.samples and result.status == _bench.STATUS_OK):
+        if not (result.samples and result.status == bench.STATUS_OK):
             continue
-        _bench.summarize(result, baseline_ms.get("cublas") if task.variant is not None else None,
+        bench.summarize(result, baseline_ms.get("cublas") if task.variant is not None else None,
                          baseline_ms.get("cpu") if task.impl != "cpu" else None)
         result.timing = timing
         if task.variant is None:
             baseline_ms[task.impl] = result.ms
 
 
-def print_results(log: _report.ResultLog, gpu: bool) -> None:
-    for (size, dtype), group in _report.by_shape(log.results).items():
+def print_results(log: report.ResultLog, gpu: bool) -> None:
+    for (size, dtype), group in report.by_shape(log.results).items():
         print(f"\n{size} {dtype}" + ("" if gpu else " (Triton interpreter: checked, not timed)"))
-        print(_report.ladder_table(group))
-        kernels = _report.kernel_table(group)
+        print(report.ladder_table(group))
+        kernels = report.kernel_table(group)
         if kernels:
             print("\nkernels")
             print(kernels)
-        notes = _report.notes_table(group)
+        notes = report.notes_table(group)
         if notes:
             print("\n" + notes)
     if log.compile_reports:
         print("\nCUDA C rungs: nvcc compile report (compiled for these architectures, not run)")
-        print(_report.compile_table(log.compile_reports))
+        print(report.compile_table(log.compile_reports))
 
 
-def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> int:
+def cpu_compile_reports(variants: list[Variant], log: report.ResultLog) -> int:
     """nvcc's report for every CUDA C kernel; returns how many .cu compiles failed."""
     try:
-        _cuda.nvcc_path()
+        cuda_c.nvcc_path()
     except RuntimeError as exc:
         print(f"\nCUDA C rungs: no compile report: {exc}")
         return 0
@@ -241,7 +242,7 @@ def cpu_compile_reports(variants: list[Variant], log: _report.ResultLog) -> int:
             continue
         for arch in v.cuda_source.archs:
             try:
-                log.add_compile_reports(v.tag, _cuda.compile_report(v.cuda_source, arch))
+                log.add_compile_reports(v.tag, cuda_c.compile_report(v.cuda_source, arch))
             except RuntimeError as exc:
                 failures += 1
                 print(f"\n{v.stem} for {arch}: {exc}")
@@ -260,53 +261,57 @@ def timing_description(args) -> str:
 
 def tool_logs(args, name: str) -> Path | None:
     """Where a tool's raw output is kept: beside the JSON (or Markdown, CSV) report, when one is written."""
-    report = args.json or args.markdown or args.csv
-    return None if report is None else Path(report).with_suffix("").with_name(f"{Path(report).stem}_{name}")
+    saved = args.json or args.markdown or args.csv
+    return None if saved is None else Path(saved).with_suffix("").with_name(f"{Path(saved).stem}_{name}")
 
 
-def sanitize(args) -> int:
+def run_sanitizer(args) -> int:
     """compare.py --sanitize: compute-sanitizer over the chosen rungs, nothing timed."""
     if not torch.cuda.is_available():
         print("--sanitize needs a CUDA device: compute-sanitizer checks kernels as they run on the GPU",
               file=sys.stderr)
         return 2
-    variants = args.rungs if args.rungs is not None else _sanitize.default_selection()
-    size = args.sizes[0] if args.sizes else _sanitize.DEFAULT_SIZE
+    variants = args.rungs if args.rungs is not None else sanitize.default_selection()
+    size = args.sizes[0] if args.sizes else sanitize.DEFAULT_SIZE
     impls = tuple(i for i in args.impl if i in LANGS)
-    report = _sanitize.sanitize(args.sanitize, variants, impls, size, args.dtype, tool_logs(args, args.sanitize))
+    found = sanitize.sanitize(args.sanitize, variants, impls, size, args.dtype, tool_logs(args, args.sanitize))
     print(f"compute-sanitizer --tool {args.sanitize}, {args.dtype}, rungs {', '.join(v.tag for v in variants)}")
-    print(_sanitize.format_report(report))
+    print(sanitize.format_report(found))
     # in-kernel findings on a rung that should be correct; host API errors (cuda-python probing driver entry
     # points through cuGetProcAddress) are shown but are not the kernel's
-    unexpected = [r for r in report.results if not r.expect_wrong and r.findings
+    unexpected = [r for r in found.results if not r.expect_wrong and r.findings
                   and r.findings.errors > r.findings.api_errors]
-    return 1 if report.problem or unexpected else 0
+    return 1 if found.problem or unexpected else 0
 
 
-def nsight(args, variants: list[Variant], impls, sizes, log: _report.ResultLog) -> None:
+def nsight(args, variants: list[Variant], impls, sizes, log: report.ResultLog) -> None:
     """compare.py --ncu: Nsight Compute's figures for every chosen launch, printed and kept in the reports."""
-    impls = [i for i in impls if i in _profile.IMPLS]  # the CPU baseline launches no kernel
-    report = _ncu.profile(variants, impls, sizes, args.dtype, tool_logs(args, "ncu"))
-    if report.problem:
-        print(f"\nNsight Compute: {report.problem}; going on without its columns")
+    impls = [i for i in impls if i in profile.IMPLS]  # the CPU baseline launches no kernel
+    profiled = ncu.profile(variants, impls, sizes, args.dtype, tool_logs(args, "ncu"))
+    if profiled.problem:
+        print(f"\nNsight Compute: {profiled.problem}; going on without its columns")
         return
-    sections = [("Nsight Compute: speed of light (clock control off)", _ncu.ncu_table),
-                ("Memory traffic: what each block tile asks for beside the DRAM bytes measured", _ncu.traffic_table)]
+    sections = [("Nsight Compute: speed of light (clock control off)", ncu.ncu_table),
+                ("Memory traffic: what each block tile asks for beside the DRAM bytes measured", ncu.traffic_table)]
     for title, table in sections:
-        print(f"\n{title}\n{table(report.rows)}")
-        log.add_section(title, table(report.rows, "github"))
-    if report.notes:
-        print("\n" + "\n".join(report.notes))
-    log.add_records("ncu", [dataclasses.asdict(r) for r in report.rows])
+        print(f"\n{title}\n{table(profiled.rows)}")
+        log.add_section(title, table(profiled.rows, "github"))
+    if profiled.notes:
+        print("\n" + "\n".join(profiled.notes))
+    log.add_records("ncu", [dataclasses.asdict(r) for r in profiled.rows])
 
 
 def main(argv: list[str] | None = None) -> int:
+    if not torch.cuda.is_available():
+        # Triton reads this when the rung modules are imported (parsing --rungs imports them), so it must
+        # be set before that; a caller that imported them in compiled mode is told so below.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
     args = build_parser().parse_args(argv)
     if args.list:
         print(list_rungs())
         return 0
     if args.sanitize:
-        return sanitize(args)
+        return run_sanitizer(args)
     variants = args.rungs if args.rungs is not None else select()
     if args.sweep:
         variants = sweep_configs([v for v in variants if args.rungs is not None or not v.expect_wrong], *args.sweep)
@@ -321,20 +326,20 @@ def main(argv: list[str] | None = None) -> int:
     fp32_mode = set_fp32_matmul(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
     env = environment(device)
     if gpu:
-        env["copy bandwidth"] = f"{_bench.copy_bandwidth(device):.0f} GB/s (read + write, 1 GiB torch copy)"
+        env["copy bandwidth"] = f"{bench.copy_bandwidth(device):.0f} GB/s (read + write, 1 GiB torch copy)"
     env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "seed": str(seed),
                 "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
                 "timing": timing_description(args) if gpu else "none",
                 "triton mode": "compiled" if gpu else "interpreter (TRITON_INTERPRET=1)"})
-    print(_report.env_table(env))
+    print(report.env_table(env))
     impls = args.impl if gpu else tuple(i for i in args.impl if i == "triton")
     if not gpu:
         print("\nNo CUDA device: the Triton rungs are checked in Triton's interpreter on small shapes and the CUDA C "
               "rungs are compiled by nvcc; NOTHING IS TIMED.")
         if max(max(s) for s in sizes) > INTERPRETER_COMFORT:
             print(f"(sizes above {INTERPRETER_COMFORT} take minutes in the interpreter)")
-    timing = _bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs) if gpu else None
-    log = _report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown)
+    timing = bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs) if gpu else None
+    log = report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown)
     tasks = list(plan(variants, impls, sizes))
     # Both libraries read these at compile time; patch.dict puts the caller's environment back after.
     caches = contextlib.nullcontext() if args.disk_cache else mock.patch.dict(os.environ, COLD_CACHES)
@@ -361,18 +366,18 @@ def main(argv: list[str] | None = None) -> int:
             print("\nNsight Compute: no CUDA device, nothing to profile; going on without its columns")
     if args.sweep:
         print(f"\n--sweep {args.sweep[0]}")
-        print(_report.sweep_table(log.results, args.sweep[0]))
+        print(report.sweep_table(log.results, args.sweep[0]))
     written = []
     if args.plots:
-        written = _plots.write_all(log.document(), args.plots, sweep=args.sweep[0] if args.sweep else None)
+        written = plots.write_all(log.document(), args.plots, sweep=args.sweep[0] if args.sweep else None)
         print("\nplots: " + (", ".join(map(str, written)) or "none (nothing was timed)"))
     if args.lessons:
         results = Path(args.json) if args.json else Path(args.lessons) / "results.json"
         if not args.json:
             results.parent.mkdir(parents=True, exist_ok=True)
             results.write_text(json.dumps(log.document(), indent=1))
-        print("\nlessons: " + ", ".join(map(str, _lessons.build_lessons(args.lessons, [results], written))))
-    failed = [r for r in log.results if r.status in (_bench.STATUS_WRONG, _bench.STATUS_ERROR)]
+        print("\nlessons: " + ", ".join(map(str, lessons.build_lessons(args.lessons, [results], written))))
+    failed = [r for r in log.results if r.status in (bench.STATUS_WRONG, bench.STATUS_ERROR)]
     if failed:
         print(f"\n{len(failed)} result(s) failed: " + ", ".join(f"{r.rung} {r.config} {r.impl}" for r in failed))
     if compile_failures:
