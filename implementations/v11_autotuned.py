@@ -122,17 +122,16 @@ from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
-import torch
 import triton
 import triton.language as tl
 from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
-from triton.runtime.interpreter import InterpretedFunction
-from triton.testing import do_bench
 
 from .core.cuda_c import CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
-from .core.registry import TunedRun, Variant
+from .core.registry import Variant
+from .core.triton_util import block_of, describe_config
+from .core.search import Search, each
 from .v10_warptiling import block_tile
 
 
@@ -175,9 +174,6 @@ CUDA_CANDIDATES = (
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
 )
 KERNELS = CudaSource(__name__, [t.kernel(aligned) for t in CUDA_CANDIDATES for aligned in (True, False)])
-SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
-_cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
-_triton_choices: dict[tuple, tuple] = {}  # (winner: "tl" or a Gluon Tile, times, seconds, tl's config)
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -191,29 +187,12 @@ def launch_candidate(a, b, c, tile: Tile):
     return bind(KERNELS, tile.kernel(rows_aligned(a, b, c)), tile.grid(M, N), (tile.threads,), args)
 
 
-def search_fastest(runs: dict) -> tuple[object, dict, float]:
-    """Time every candidate's run on the real operands: (the fastest, every time in ms, seconds spent)."""
-    start = time.perf_counter()
-    times = {tile: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for tile, run in runs.items()}
-    return min(times, key=times.get), times, time.perf_counter() - start
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, each(launch_candidate), tile=lambda t: (t.BM, t.BN),
+                     reference=("row-major order", CUDA_CANDIDATES[1]))
 
 
 def autotuned_cuda(a, b, c):
-    runs = {tile: launch_candidate(a, b, c, tile) for tile in CUDA_CANDIDATES}
-    key = (torch.cuda.get_device_name(a.device), *a.shape, b.shape[1], int(rows_aligned(a, b, c)))
-
-    def launch():
-        if key not in _cuda_choices:
-            _cuda_choices[key] = search_fastest(runs)
-        return runs[_cuda_choices[key][0]]()
-
-    def chosen() -> str:
-        best, times, seconds = _cuda_choices[key]
-        ranked = sorted(times, key=times.get)
-        return (f"{best}, {times[best]:.3f} ms; runner-up {ranked[1]} {times[ranked[1]]:.3f} ms; "
-                f"row-major order {times[CUDA_CANDIDATES[1]]:.3f} ms ({len(times)} candidates, {seconds:.1f} s)")
-
-    return TunedRun(launch, chosen, lambda: (_cuda_choices[key][0].BM, _cuda_choices[key][0].BN))
+    return CUDA_SEARCH.tuned(a, b, c)
 
 
 # ---- Triton kernel and launcher -----------------------------------------------------------------------
@@ -267,9 +246,6 @@ def autotuned_kernel(
                pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
-tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(autotuned_kernel)
-
-
 def _grid(M, N):
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
 
@@ -285,51 +261,24 @@ def launch_config(a, b, c, config: triton.Config):
     )
 
 
-def block_of(config: triton.Config) -> tuple[int, int]:
-    return config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]
+def describe(candidate) -> str:
+    """A `tl.dot` config or a Gluon tile, as the search reports it."""
+    if isinstance(candidate, Tile):
+        return f"Gluon {candidate}"
+    return f"tl.dot {describe_config(candidate)}"
 
 
-def describe(config: triton.Config) -> str:
-    knobs = " ".join(f"{k}={v}" for k, v in config.kwargs.items())
-    return f"{knobs} num_warps={config.num_warps} num_stages={config.num_stages}"
+def launch_triton_candidate(a, b, c, candidate):
+    """A `tl.dot` config of `autotuned_kernel`, or a tile of the Gluon kernel (below)."""
+    return launch_gluon(a, b, c, candidate) if isinstance(candidate, Tile) else launch_config(a, b, c, candidate)
 
 
 def autotuned_triton(a, b, c):
-    """`triton.autotune` over TRITON_CONFIGS; on a GPU, its winner then races the Gluon candidates (below)."""
+    """The `tl.dot` configs and the Gluon tiles, searched together; under the interpreter the first config runs."""
     M, K = a.shape
     N = b.shape[1]
     check_grid((triton.cdiv(M, 64) * triton.cdiv(N, 64),))  # the smallest tile makes the largest grid
-    if isinstance(autotuned_kernel, InterpretedFunction):
-        first = TRITON_CONFIGS[0]
-        note = f"{describe(first)} (interpreter: first config, untimed)"
-        return TunedRun(launch_config(a, b, c, first), lambda: note, lambda: block_of(first))
-    tuned = functools.partial(
-        tuned_kernel[_grid(M, N)],
-        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-    )
-    runs = {"tl": tuned} | {tile: launch_gluon(a, b, c, tile) for tile in GLUON_CANDIDATES}
-    key = (torch.cuda.get_device_name(a.device), *a.shape, b.shape[1], a.stride(0), b.stride(0), c.stride(0))
-
-    def launch():
-        if key not in _triton_choices:
-            tuned()  # the autotuner's own search, before the race: its winner runs as "tl"
-            runs["tl"] = launch_config(a, b, c, tuned_kernel.best_config)
-            _triton_choices[key] = (*search_fastest(runs), tuned_kernel.best_config)
-        return runs[_triton_choices[key][0]]()
-
-    def chosen() -> str:
-        best, times, seconds, config = _triton_choices[key]
-        tl_note = f"tl.dot {describe(config)} {times['tl']:.3f} ms (fastest of {len(TRITON_CONFIGS)})"
-        gluon = best if best != "tl" else min(GLUON_CANDIDATES, key=times.get)
-        gluon_note = f"Gluon {gluon} {times[gluon]:.3f} ms"
-        ranked = (tl_note, gluon_note) if best == "tl" else (gluon_note, tl_note)
-        return f"{ranked[0]}; runner-up {ranked[1]} ({seconds:.1f} s)"
-
-    def tile() -> tuple[int, int]:
-        best, *_, config = _triton_choices[key]
-        return block_of(config) if best == "tl" else (best.BM, best.BN)
-
-    return TunedRun(launch, chosen, tile)
+    return TRITON_SEARCH.tuned(a, b, c)
 
 
 # ---- Triton one level down: Gluon, the layouts and the pipeline written out -------------------------
@@ -526,6 +475,11 @@ def compile_gluon(tile: Tile, capability: tuple[int, int], even: bool = False, *
     target = GPUTarget("cuda", capability[0] * 10 + capability[1], 32)
     return triton.compile(source, target=target, options={"num_warps": tile.threads // 32})
 
+TRITON_SEARCH = Search(
+    __name__, "triton", TRITON_CONFIGS + GLUON_CANDIDATES, each(launch_triton_candidate),
+    tile=lambda cand: (cand.BM, cand.BN) if isinstance(cand, Tile) else block_of(cand), describe=describe,
+    family=lambda cand: describe(cand).split()[0], gpu_only=lambda cand: isinstance(cand, Tile))
+
 VARIANT = Variant(
     __name__,
     title="autotuned + grouped order",
@@ -534,6 +488,7 @@ VARIANT = Variant(
     triton=autotuned_triton,
     cuda_source=KERNELS,
     min_cc=(8, 0),  # cp.async
+    searches=(CUDA_SEARCH, TRITON_SEARCH),
 )
 
 

@@ -156,28 +156,43 @@ def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int) -
     return min(sm_count(device), tiles) if device.type == "cuda" else tiles
 
 
-def launch_tma_persistent(a, b, c, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, kernel=None, **knobs):
-    """`kernel` (by default `tma_persistent_kernel`, or one with its parameters) on padded-if-needed
-    operands: returns the run (refresh + launch)."""
+def bind_tma_persistent(a_t, b_t, c, M, N, K, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, kernel=None, **knobs):
+    """`kernel` (by default `tma_persistent_kernel`, or one with its parameters) bound to TMA-ready operands
+    (from `tma_operands`) of an M×N×K product: returns the launch."""
     kernel = kernel or tma_persistent_kernel
+    a_desc = TensorDescriptor.from_tensor(a_t, [BLOCK_M, BLOCK_K])
+    b_desc = TensorDescriptor.from_tensor(b_t, [BLOCK_K, BLOCK_N])
+    grid = (programs(c.device, M, N, BLOCK_M, BLOCK_N),)
+    check_grid(grid)
+    return functools.partial(
+        kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
+        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, **knobs)
+
+
+def launch_tma_persistent(a, b, c, **config):
+    """`bind_tma_persistent` on padded-if-needed operands: returns the run (refresh + launch)."""
     M, K = a.shape
-    N = b.shape[1]
     if K == 0:
         return zero_product(c)
     a_t, b_t, refresh = tma_operands(a, b)
-    a_desc = TensorDescriptor.from_tensor(a_t, [BLOCK_M, BLOCK_K])
-    b_desc = TensorDescriptor.from_tensor(b_t, [BLOCK_K, BLOCK_N])
-    grid = (programs(a.device, M, N, BLOCK_M, BLOCK_N),)
-    check_grid(grid)
-    launch = functools.partial(
-        kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
-        BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, **knobs)
+    launch = bind_tma_persistent(a_t, b_t, c, M, b.shape[1], K, **config)
 
     def run():
         refresh()
         return launch()
 
     return run
+
+
+def bind_configs(a, b, c, configs, kernel=None, extra=lambda config: {}):
+    """(refresh, {config: launch}): `triton.Config`s of `kernel` sharing one set of TMA-ready operands, each
+    with its own descriptors' boxes and `extra(config)`'s further arguments (the searches of v15 and v16)."""
+    M, K = a.shape
+    a_t, b_t, refresh = tma_operands(a, b)
+    return refresh, {config: bind_tma_persistent(a_t, b_t, c, M, b.shape[1], K, **config.kwargs, kernel=kernel,
+                                                 num_warps=config.num_warps, num_stages=config.num_stages,
+                                                 **extra(config))
+                     for config in configs}
 
 
 def wgmma_tma_triton(a, b, c):

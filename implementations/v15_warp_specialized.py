@@ -187,15 +187,14 @@ from typing import NamedTuple
 import numpy as np
 import torch
 import triton
-from triton.runtime.interpreter import InterpretedFunction
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .core.cuda_c import CudaSource, bind, check_grid, function_pointer, tensor_map_2d
+from .core.cuda_c import CudaSource, bind, function_pointer, tensor_map_2d
 from .core.cuda_c import cupy as kernel_cupy
-from .core.registry import TunedRun, Variant
-from .v11_autotuned import block_of, describe, search_fastest
-from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, launch_tma_persistent, programs, sm_count, tma_operands,
-                            tma_persistent_kernel, zero_product)
+from .core.registry import Variant
+from .core.search import Search
+from .core.triton_util import block_of, describe_config
+from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, bind_configs, sm_count, tma_operands, zero_product
 
 BM, BK = 128, 64
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -225,7 +224,6 @@ CUDA_CANDIDATES = (
     Tile(64, 8, 1, 8),  # four times the tiles, for smaller products still
 )
 KERNELS = CudaSource(__name__, [t.kernel(d) for d in IS_BF16 for t in CUDA_CANDIDATES], arch="sm_90a")
-_cuda_choices: dict[tuple, tuple[Tile, dict[Tile, float], float]] = {}
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -328,48 +326,13 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile, clusters, timeline) for tile in tiles}
 
 
-def one_candidate(prepare, a, b, c, tile):
-    """One candidate's whole run (operand refresh included): what the tests check for each candidate."""
-    refresh, runs = prepare(a, b, c, (tile,))
-
-    def run():
-        refresh()
-        return runs[tile]()
-
-    return run
-
-
-def launch_tile(a, b, c, tile: Tile, clusters: int | None = None, l2_promotion: int = 256):
-    return one_candidate(functools.partial(prepare_cuda, clusters=clusters, l2_promotion=l2_promotion), a, b, c, tile)
-
-
-def searched_cuda(a, b, c, prepare, tile_of) -> TunedRun:
-    """The fastest of `prepare`'s candidates, searched at the first call per device, shape and dtype.
-
-    `prepare(a, b, c)` -> (refresh, {candidate: launch}); `tile_of(candidate)`: its block tile (BM, BN) of C.
-    """
-    M, K = a.shape
-    if K == 0:
-        return zero_product(c)
-    refresh, runs = prepare(a, b, c)
-    key = (prepare.__module__, torch.cuda.get_device_name(a.device), M, b.shape[1], K, a.dtype)
-
-    def launch():
-        refresh()
-        if key not in _cuda_choices:
-            _cuda_choices[key] = search_fastest(runs)
-        return runs[_cuda_choices[key][0]]()
-
-    def chosen() -> str:
-        best, times, seconds = _cuda_choices[key]
-        others = ", ".join(f"{t} {ms:.3f} ms" for t, ms in sorted(times.items(), key=lambda x: x[1]) if t != best)
-        return f"{best}, {times[best]:.3f} ms; others: {others} ({seconds:.1f} s)"
-
-    return TunedRun(launch, chosen, lambda: tile_of(_cuda_choices[key][0]))
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (BM, tile.BN))
 
 
 def warp_specialized_cuda(a, b, c):
-    return searched_cuda(a, b, c, prepare_cuda, lambda tile: (BM, tile.BN))
+    if a.shape[1] == 0:
+        return zero_product(c)
+    return CUDA_SEARCH.tuned(a, b, c)
 
 
 # ---- Triton: v14's persistent kernel with its two knobs on, its best configurations searched ------------
@@ -378,15 +341,7 @@ def warp_specialized_cuda(a, b, c):
 def tma_config(bm, bn, bk, warps, stages, group_m=8, **knobs):
     """A config of a kernel with v14's parameters (knobs: its further constexprs, e.g. FLATTEN)."""
     return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m, **knobs},
-                         num_warps=warps, num_stages=stages, pre_hook=_set_boxes)
-
-
-def _set_boxes(nargs):
-    """The descriptors' boxes follow the config being tried (as in Triton's persistent-matmul tutorial)."""
-    nargs["a_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_K"]]
-    nargs["b_desc"].block_shape = [nargs["BLOCK_K"], nargs["BLOCK_N"]]
-    if isinstance(nargs.get("c_desc"), TensorDescriptor):
-        nargs["c_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"] // 2]
+                         num_warps=warps, num_stages=stages)
 
 
 TRITON_CONFIGS = (
@@ -399,70 +354,28 @@ TRITON_CONFIGS = (
     tma_config(128, 256, 64, 8, 3, group_m=16, FLATTEN=True),
 )
 
-tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(tma_persistent_kernel)
 
-
-def c_descriptor(c: torch.Tensor, block: list[int]) -> dict:
-    """The C arguments of v14's kernel: a TMA descriptor when TMA can write C, else none (masked stores)."""
+def c_descriptor(c: torch.Tensor, config: triton.Config) -> dict:
+    """The C arguments of v14's kernel: a TMA descriptor of half a tile when TMA can write C, else none
+    (masked stores)."""
     if not tma_writable(c):
         return {"c_desc": None, "C_BY_TMA": False}
+    block = [config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"] // 2]
     return {"c_desc": TensorDescriptor.from_tensor(c, block), "C_BY_TMA": True}
 
 
-def launch_with_config(a, b, c, config: triton.Config, kernel, **args):
-    """One Triton config of `kernel` (a kernel with v14's parameters, and `args` besides), without the search."""
-    return launch_tma_persistent(a, b, c, **config.kwargs, kernel=kernel, num_warps=config.num_warps,
-                                 num_stages=config.num_stages, **args)
+def prepare_triton(a, b, c, configs):
+    return bind_configs(a, b, c, configs, extra=lambda config: c_descriptor(c, config))
 
 
-def launch_config(a, b, c, config: triton.Config):
-    """One config of v15's Triton kernel (the interpreter's path; the tests check each config)."""
-    box = [config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"] // 2]
-    return launch_with_config(a, b, c, config, tma_persistent_kernel, **c_descriptor(c, box))
-
-
-def searched_triton(a, b, c, kernel, tuned, configs, launch_one, **args) -> TunedRun:
-    """`tuned` (triton.autotune over `configs` of `kernel`, a kernel with v14's parameters and `args`
-    besides) on a, b, c; in the interpreter the first config runs, untimed, through `launch_one`.
-
-    The first call searches; later calls launch the chosen config through `launch_one`, not through the
-    autotuner. Its per-call dispatch made the GPU wait: at 256³ bf16 a call took 44.7 µs under per-call
-    event timing, the same config launched directly 7.9 µs, the kernel 4.3 µs
-    (scripts/triton_launch_probe.py, docs/results/h100_triton_launch_probe.txt)."""
-    M, K = a.shape
-    N = b.shape[1]
-    if isinstance(kernel, InterpretedFunction) or K == 0:
-        first = configs[0]
-        note = f"{describe(first)} (interpreter: first config, untimed)"
-        return TunedRun(launch_one(a, b, c, first), lambda: note, lambda: block_of(first))
-    a_t, b_t, refresh = tma_operands(a, b)
-    box = configs[0].kwargs  # the boxes are reset per config by _set_boxes
-    a_desc = TensorDescriptor.from_tensor(a_t, [box["BLOCK_M"], box["BLOCK_K"]])
-    b_desc = TensorDescriptor.from_tensor(b_t, [box["BLOCK_K"], box["BLOCK_N"]])
-    check_grid((programs(a.device, M, N, 64, 64),))
-    launch = functools.partial(
-        tuned[lambda meta: (programs(a.device, M, N, meta["BLOCK_M"], meta["BLOCK_N"]),)],
-        a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1), **args)
-
-    chosen = {}  # after the search: the config and its direct launch
-
-    def run():
-        if chosen:
-            return chosen["run"]()
-        refresh()
-        out = launch()
-        chosen["config"] = tuned.best_config
-        chosen["run"] = launch_one(a, b, c, chosen["config"])
-        return out
-
-    return TunedRun(run, lambda: f"{describe(chosen['config'])} (fastest of {len(configs)})",
-                    lambda: block_of(chosen["config"]))
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS, prepare_triton, tile=block_of, describe=describe_config,
+                       reference=("unflattened", TRITON_CONFIGS[2]))
 
 
 def warp_specialized_triton(a, b, c):
-    box = [TRITON_CONFIGS[0].kwargs["BLOCK_M"], TRITON_CONFIGS[0].kwargs["BLOCK_N"] // 2]  # reset per config
-    return searched_triton(a, b, c, tma_persistent_kernel, tuned_kernel, TRITON_CONFIGS, launch_config,
-                           **c_descriptor(c, box))
+    if a.shape[1] == 0:
+        return zero_product(c)
+    return TRITON_SEARCH.tuned(a, b, c)
 
 
 VARIANT = Variant(
@@ -473,4 +386,5 @@ VARIANT = Variant(
     triton=warp_specialized_triton,
     cuda_source=KERNELS,
     min_cc=(9, 0),
+    searches=(CUDA_SEARCH, TRITON_SEARCH),
 )

@@ -65,10 +65,11 @@ import triton.language as tl
 
 from .core.cuda_c import CudaSource, bind, tensor_map_2d
 from .core.registry import Variant
+from .core.search import Search
+from .core.triton_util import block_of, describe_config
 from .v11_autotuned import grouped_tile
-from .v14_wgmma_tma import BARRIER_BYTES, sm_count, tma_operands
-from .v15_warp_specialized import (C_STAGE_BYTES, c_tensor_map, launch_with_config, one_candidate, searched_cuda,
-                                   searched_triton, tma_config)
+from .v14_wgmma_tma import BARRIER_BYTES, bind_configs, sm_count, tma_operands, zero_product
+from .v15_warp_specialized import C_STAGE_BYTES, c_tensor_map
 
 BM, BN, BK = 256, 128, 32
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -106,12 +107,13 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):
     return refresh, {t: bind(KERNELS, t.kernel(), grid, (THREADS,), args, shared_mem=smem[t]) for t in tiles}
 
 
-def launch_tile(a, b, c, tile: Tile):
-    return one_candidate(prepare_cuda, a, b, c, tile)
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda _: (BM, BN))
 
 
 def wgmma_tf32_cuda(a, b, c):
-    return searched_cuda(a, b, c, prepare_cuda, lambda _: (BM, BN))
+    if a.shape[1] == 0:
+        return zero_product(c)
+    return CUDA_SEARCH.tuned(a, b, c)
 
 
 # ---- Triton kernel and launcher -----------------------------------------------------------------------
@@ -151,23 +153,30 @@ def wgmma_tf32_kernel(
         tl.store(c_ptrs, acc_t, mask=(offs_n[:, None] < N) & (offs_m[None, :] < M))
 
 
+def tf32_config(bm, bn, bk, warps, stages, group_m=8):
+    return triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": group_m},
+                         num_warps=warps, num_stages=stages)
+
+
 TRITON_CONFIGS = (
-    tma_config(256, 128, 32, 8, 3),
-    tma_config(256, 128, 32, 8, 4),
-    tma_config(128, 128, 32, 4, 4),
-    tma_config(128, 128, 32, 8, 3),
+    tf32_config(256, 128, 32, 8, 3),
+    tf32_config(256, 128, 32, 8, 4),
+    tf32_config(128, 128, 32, 4, 4),
+    tf32_config(128, 128, 32, 8, 3),
 )
 
-tuned_kernel = triton.autotune(configs=list(TRITON_CONFIGS), key=["M", "N", "K"])(wgmma_tf32_kernel)
+
+def prepare_triton(a, b, c, configs):
+    return bind_configs(a, b, c, configs, kernel=wgmma_tf32_kernel)
 
 
-def launch_config(a, b, c, config: triton.Config):
-    """One Triton config, without the search (the tests check each config)."""
-    return launch_with_config(a, b, c, config, wgmma_tf32_kernel)
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS, prepare_triton, tile=block_of, describe=describe_config)
 
 
 def wgmma_tf32_triton(a, b, c):
-    return searched_triton(a, b, c, wgmma_tf32_kernel, tuned_kernel, TRITON_CONFIGS, launch_config)
+    if a.shape[1] == 0:
+        return zero_product(c)
+    return TRITON_SEARCH.tuned(a, b, c)
 
 
 VARIANT = Variant(
@@ -178,4 +187,5 @@ VARIANT = Variant(
     triton=wgmma_tf32_triton,
     cuda_source=KERNELS,
     min_cc=(9, 0),
+    searches=(CUDA_SEARCH, TRITON_SEARCH),
 )

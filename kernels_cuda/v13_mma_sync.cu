@@ -39,6 +39,26 @@ __device__ __forceinline__ void copy_chunk(E* dst, const E* __restrict__ src, in
     for (int q = 0; q < ELEMS; ++q) dst[q] = (row < rows && col + q < cols) ? src[row * cols + col + q] : E(0);
 }
 
+// The pipeline's prologue: the first STAGES - 1 tiles (k0 = 0, BK, ...) in flight, one commit group each.
+template <int STAGES, int BK, typename LoadTile>
+__device__ __forceinline__ void start_pipeline(const LoadTile& load_tile, int k_tiles) {
+#pragma unroll
+    for (int s = 0; s < STAGES - 1; ++s) {
+        if (s < k_tiles) load_tile(s, s * BK);
+        cp_async_commit();
+    }
+}
+
+// Before multiplying tile kt: wait for it, then refill the slot every warp has finished with (one barrier
+// per tile).
+template <int STAGES, int BK, typename LoadTile>
+__device__ __forceinline__ void advance_pipeline(const LoadTile& load_tile, int kt, int k_tiles) {
+    cp_async_wait<STAGES - 2>();
+    __syncthreads();
+    if (kt + STAGES - 1 < k_tiles) load_tile((kt + STAGES - 1) % STAGES, (kt + STAGES - 1) * BK);
+    cp_async_commit();
+}
+
 // ---- fp16 / bf16: mma.m16n8k16 ----
 
 __device__ __forceinline__ void ldmatrix_x4(unsigned (&r)[4], const void* row_address) {
@@ -106,19 +126,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
         }
     };
     const int k_tiles = (K + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load_tile(s, s * BK);
-        cp_async_commit();
-    }
+    start_pipeline<STAGES, BK>(load_tile, k_tiles);
 
     float acc[FM][FN][4] = {};
     for (int kt = 0; kt < k_tiles; ++kt) {
-        // Wait for tile kt, then refill the slot every warp has finished with (one barrier per tile).
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (kt + STAGES - 1 < k_tiles) load_tile((kt + STAGES - 1) % STAGES, (kt + STAGES - 1) * BK);
-        cp_async_commit();
+        advance_pipeline<STAGES, BK>(load_tile, kt, k_tiles);
         const unsigned short* a_tile = a_tiles[kt % STAGES];
         const unsigned short* b_tile = b_tiles[kt % STAGES];
         // ---- 3. multiply: per 16-deep step, ldmatrix the fragments and issue FM·FN mma ----
@@ -208,19 +220,11 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32)
         }
     };
     const int k_tiles = (K + BK - 1) / BK;
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < k_tiles) load_tile(s, s * BK);
-        cp_async_commit();
-    }
+    start_pipeline<STAGES, BK>(load_tile, k_tiles);
 
     float acc[FM][FN][4] = {};
     for (int kt = 0; kt < k_tiles; ++kt) {
-        // Wait for tile kt, then refill the slot every warp has finished with (one barrier per tile).
-        cp_async_wait<STAGES - 2>();
-        __syncthreads();
-        if (kt + STAGES - 1 < k_tiles) load_tile((kt + STAGES - 1) % STAGES, (kt + STAGES - 1) * BK);
-        cp_async_commit();
+        advance_pipeline<STAGES, BK>(load_tile, kt, k_tiles);
         const float* a_tile = a_tiles[kt % STAGES];
         const float* b_tile = b_tiles[kt % STAGES];
         // ---- 3. multiply: per 8-deep step, load the fragments float by float (no 32-bit ldmatrix.trans), round, mma ----

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# Every check that needs a GPU, in one go: the whole test suite (CPU and GPU tests), the race survey,
-# and the ladder from compare.py. Logs and results go to $GPU_LOG_DIR (default ./gpu-logs).
-#   GPU_LOG_DIR=/tmp/logs SIZES=4096 scripts/gpu_check.sh
+# Every check that needs a GPU, in one go: the whole test suite (CPU and GPU tests, one worker per core),
+# and the fp32 and bf16 ladders at 4096³ from compare.py (cuBLAS in the same run). Logs and results go to
+# $GPU_LOG_DIR (default ./gpu-logs).
+#   GPU_LOG_DIR=/tmp/logs scripts/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
 LOG_DIR=${GPU_LOG_DIR:-./gpu-logs}
-SIZES=${SIZES:-4096}
 mkdir -p "$LOG_DIR"
 export PYTHONUNBUFFERED=1
 status=0
@@ -16,8 +16,12 @@ status=0
     nvcc --version | tail -1
 } >"$LOG_DIR/env.txt" 2>&1
 
-python -m pytest -q -ra 2>&1 | tee "$LOG_DIR/pytest.log" || status=1
-python scripts/race_survey.py 2>&1 | tee "$LOG_DIR/race.log" || status=1
-python compare.py --sizes "$SIZES" --csv "$LOG_DIR/ladder.csv" --json "$LOG_DIR/ladder.json" \
-    --markdown "$LOG_DIR/ladder.md" 2>&1 | tee "$LOG_DIR/compare.log" || status=1
+{ time python -m pytest -q -p no:cacheprovider --durations=25 ; } 2>&1 | tee "$LOG_DIR/pytest.log" || status=1
+for dtype in fp32 bf16; do
+    rungs=1-11
+    [ "$dtype" = bf16 ] && rungs=12-15
+    python compare.py --dtype "$dtype" --rungs "$rungs" --sizes 4096 --json "$LOG_DIR/ladder_$dtype.json" \
+        --markdown "$LOG_DIR/ladder_$dtype.md" >"$LOG_DIR/ladder_$dtype.log" 2>&1 || status=1
+    tail -n 40 "$LOG_DIR/ladder_$dtype.log"
+done
 exit $status

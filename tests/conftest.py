@@ -9,6 +9,10 @@ GPU = torch.cuda.is_available()
 if not GPU:
     # Must precede the first import of the kernel modules: Triton reads it when they are decorated.
     os.environ.setdefault("TRITON_INTERPRET", "1")
+# A tuned rung's first call would time every candidate of its search: the tests take the first one
+# instead, and check every candidate on its own (tests/ladder/test_searches.py, which also times one
+# real search per rung and language).
+os.environ.setdefault("TVC_SEARCH", "first")
 
 def pytest_collection_modifyitems(config, items):
     if GPU:

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 
 from .check import Precision, compare, make_inputs, poison, reference
-from .registry import Prepared, TunedRun
+from .registry import Prepared
+from .search import TunedRun
 from .traffic import predicted_bytes
 from .validate import Refused
 

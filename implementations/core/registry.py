@@ -20,6 +20,7 @@ import torch
 
 from .check import PRECISIONS
 from .cuda_c import CudaSource
+from .search import Search
 from .validate import check_operands
 
 RUNG_MODULE = re.compile(r"v(\d{2})_([a-z][a-z0-9_]*)")
@@ -31,21 +32,6 @@ LANGS = ("cuda", "triton")
 # only launches (what the timer times) and returns the compiled kernel (CuPy RawKernel, Triton
 # CompiledKernel, or None under the interpreter) so that the shared layer can report its resources.
 Launcher = Callable[..., Callable[[], Any]]
-
-
-@dataclass(frozen=True)
-class TunedRun:
-    """A launcher's `run` whose kernel a search picks at the first call; `chosen()` says which one.
-
-    The shared layer puts `chosen()` in the result's note, so every autotuned rung reports its choice.
-    """
-
-    launch: Callable[[], Any]
-    chosen: Callable[[], str]
-    tile: Callable[[], tuple[int, int]] | None = None  # the chosen BM×BN block tile (for the traffic model)
-
-    def __call__(self):
-        return self.launch()
 
 
 class Prepared(NamedTuple):
@@ -69,6 +55,7 @@ class Variant:
     # The BM×BN tile of C one block computes, when no config says it (configs with BM/BN or TILE do,
     # autotuned runs report theirs): the roofline's traffic model (traffic.py). (1, 1): no reuse.
     tile: tuple[int, int] | None = None
+    searches: tuple[Search, ...] = ()  # a tuned rung's searches (core/search.py), one per language it tunes
 
     def __post_init__(self):
         match = RUNG_MODULE.fullmatch(self.stem)

@@ -41,3 +41,14 @@ def python_function(obj):
     while not isinstance(obj, types.FunctionType) and hasattr(obj, "fn"):
         obj = obj.fn
     return obj
+
+
+def describe_config(config: triton.Config) -> str:
+    """A `triton.Config` in one line, as the searches report it."""
+    knobs = " ".join(f"{k}={v}" for k, v in config.kwargs.items())
+    return f"{knobs} num_warps={config.num_warps} num_stages={config.num_stages}"
+
+
+def block_of(config: triton.Config) -> tuple[int, int]:
+    """The BLOCK_M×BLOCK_N tile of C a config's program computes."""
+    return config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"]

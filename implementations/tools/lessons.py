@@ -559,98 +559,7 @@ def _figure(path: Path) -> tuple[str, str]:
     return f"data:{mime};base64,{base64.b64encode(path.read_bytes()).decode()}", path.name
 
 
-CSS = """
-body { margin: 0; color: #1f2328; background: #fff; font: 15px/1.55 system-ui, -apple-system, "Segoe UI", sans-serif; }
-main { max-width: 1680px; margin: 0 auto; padding: 8px 28px 64px; }
-h1 { font-size: 1.8em; margin: 0.6em 0 0.2em; } h2 { border-bottom: 1px solid #d0d7de; padding-bottom: 4px; }
-a { color: #0969da; } code { font: 0.9em ui-monospace, "SFMono-Regular", Menlo, Consolas, monospace; }
-.lead { color: #59636e; max-width: 1100px; }
-nav.toc ol { columns: 3 280px; margin: 0; padding-left: 1.6em; }
-.scroll { overflow-x: auto; }
-table { border-collapse: collapse; margin: 8px 0 16px; font-size: 13.5px; }
-th, td { border: 1px solid #d0d7de; padding: 3px 8px; vertical-align: top; text-align: left; }
-th { background: #f6f8fa; } tbody tr:nth-child(even) td { background: #fbfcfd; }
-.legend { color: #59636e; font-size: 13px; max-width: 1200px; }
-section.rung { margin-top: 40px; }
-.facts { color: #59636e; font-size: 13px; }
-.doc { max-width: 1200px; } .doc table { font-size: 13px; }
-.wrong { background: #fff8e6; border-left: 4px solid #d4a72c; padding: 8px 12px; margin: 10px 0; }
-.side-by-side { display: grid; grid-template-columns: minmax(0, 1fr) minmax(0, 1fr); gap: 18px; align-items: start; }
-@media (max-width: 1000px) { .side-by-side { grid-template-columns: minmax(0, 1fr); } }
-.column h3 { margin: 8px 0 2px; }
-.loc { font-size: 13px; color: #59636e; margin: 0 0 8px; }
-.absent { background: #f6f8fa; border: 1px dashed #d0d7de; padding: 16px; color: #59636e; }
-.piece { margin: 0 0 12px; border: 1px solid #d0d7de; border-radius: 6px; overflow: hidden; }
-.piece .caption { background: #eef1f4; font-size: 12.5px; padding: 3px 10px; border-bottom: 1px solid #d0d7de; }
-.piece .highlight { margin: 0; overflow-x: auto; }
-.piece pre { margin: 0; padding: 8px 10px; font: 12px/1.45 ui-monospace, Menlo, Consolas, monospace; }
-figure { margin: 12px 0; } figure img { max-width: 100%; border: 1px solid #d0d7de; }
-.tables .caption { font-weight: 600; font-size: 13.5px; margin-top: 12px; }
-"""
-
-PAGE = """<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<link rel="icon" href="data:,">
-<title>{{ title }}</title>
-<style>{{ css }}</style>
-</head>
-<body>
-<main>
-<h1>{{ title }}</h1>
-<div class="lead">{{ intro }}</div>
-<nav class="toc"><h2 id="contents">Contents</h2><ol>
-{% for r in rungs %}<li><a href="#{{ r.anchor }}">{{ r.toc_label }}</a></li>
-{% endfor %}</ol></nav>
-<h2 id="summary">Summary</h2>
-<div class="scroll"><table class="summary">
-<thead><tr>{% for h in summary_header %}<th>{{ h }}</th>{% endfor %}</tr></thead>
-<tbody>{% for r in rungs %}{% for row in r.summary_rows %}<tr><td><a href="#{{ r.anchor }}">{{ r.heading }}</a></td>
-{% for cell in row[1:] %}<td>{{ cell }}</td>{% endfor %}</tr>
-{% endfor %}{% endfor %}</tbody></table></div>
-<div class="legend">{{ legend }}</div>
-{% if measurements %}<h2 id="measurements">Measurements</h2>
-<div class="scroll"><table><thead><tr>{% for h in measurements[0] %}<th>{{ h }}</th>{% endfor %}</tr></thead>
-<tbody>{% for row in measurements[1] %}<tr>{% for cell in row %}<td>{{ cell }}</td>{% endfor %}</tr>
-{% endfor %}</tbody></table></div>{% endif %}
-{% if figures %}<h2 id="figures">Figures</h2>
-{% for uri, name in figures %}<figure><img src="{{ uri }}" alt="{{ name }}"><figcaption>{{ name }}</figcaption></figure>
-{% endfor %}{% endif %}
-{% for r in rungs %}
-<section class="rung" id="{{ r.anchor }}">
-<h2>{{ r.heading }}</h2>
-<p class="facts">{{ r.facts }}</p>
-{% if r.variant.expect_wrong %}<div class="wrong"><strong>Broken on purpose.</strong> {{ r.wrong }}</div>{% endif %}
-<div class="doc">{{ docs[r.anchor] }}</div>
-<div class="side-by-side">
-{% for side in (r.cuda, r.triton) %}<div class="column {{ 'cuda' if loop.first else 'triton' }}">
-<h3>{{ side.label }}</h3>
-{% if side.absent %}<div class="absent">{{ side.absent }}</div>{% else %}
-<p class="loc">{{ side.loc_sentence() }}</p>
-{% for caption, p in side.blocks(r.variant) %}
-{% if p.shared %}<p class="loc">Includes <a href="#{{ p.anchor }}"><code>{{ p.where }}</code></a>
-({{ p.loc }} lines of code, counted above; shown once under Shared CUDA C headers).</p>
-{% else %}<div class="piece"><div class="caption">{{ caption }}</div>
-{{ code[p] }}</div>{% endif %}
-{% endfor %}{% endif %}
-</div>
-{% endfor %}</div>
-<div class="tables">
-{% for t in r.tables %}<div class="caption">{{ t.caption }}</div><div class="scroll">{{ t.html }}</div>
-{% endfor %}</div>
-</section>
-{% endfor %}
-{% if headers %}<h2 id="headers">Shared CUDA C headers</h2>
-{% for p in headers %}<div class="piece" id="{{ p.anchor }}">
-<div class="caption">{{ p.where }} · {{ p.loc }} LOC</div>
-{{ code[p] }}</div>
-{% endfor %}{% endif %}
-</main>
-</body>
-</html>
-"""
+TEMPLATES = Path(__file__).resolve().parent / "templates"  # the page (Jinja2) and its style sheet
 
 
 def _intro(sets: list[RunSet], untimed: list[str]) -> list[str]:
@@ -756,9 +665,11 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
     for r in rungs:
         for t in r.tables:
             t.html = Markup(t.html)
-    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined)
-    css = Markup(CSS + HtmlFormatter(cssclass="highlight").get_style_defs(".highlight"))
-    page = env.from_string(PAGE).render(
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=True,
+                             undefined=jinja2.StrictUndefined)
+    highlight = HtmlFormatter(cssclass="highlight").get_style_defs(".highlight")
+    css = Markup((TEMPLATES / "lessons.css").read_text() + highlight)
+    page = env.get_template("lessons.html.j2").render(
         title=title, intro=Markup(_doc_html("\n\n".join(intro))), css=css, rungs=rungs,
         summary_header=summary_header(sets), legend=Markup(_doc_html("\n\n".join(legend(sets)))),
         measurements=measurement_rows(sets) if sets else None, figures=[_figure(p) for p in images],

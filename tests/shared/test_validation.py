@@ -9,7 +9,7 @@ from implementations.core.check import PRECISIONS, reference
 from implementations.core.cuda_c import CudaSource, _kernel_arg, check_grid, check_launch_shape
 from implementations.core.validate import check_operands
 
-from .helpers import gpu_skip_reason
+from ..helpers import gpu_skip_reason
 
 V03 = select("smem_tiling")[0]
 LANG = "triton"  # runs here (interpreter) and on a GPU; the CUDA side shares the same checks

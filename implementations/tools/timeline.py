@@ -1,7 +1,7 @@
-"""Where v15 CUDA C's time goes, CTA by CTA (issue 4): the kernel's own stamps, read back after each launch.
+"""Where v15 CUDA C's time goes, CTA by CTA: the kernel's own stamps, read back after each launch.
 
-    python scripts/v15_timeline.py [--size 4096] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5] [--save F.npz]
-    python scripts/v15_timeline.py --analyse F.npz [F.npz ...]     (no GPU: saved stamps)
+    python -m implementations.tools.timeline [--size 4096] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5] [--save F.npz]
+    python -m implementations.tools.timeline --analyse F.npz [F.npz ...]     (no GPU: saved stamps)
 
 Each CTA's first consumer thread stamps its SM, the global timer (ns, one clock for all SMs) and the SM's
 cycle counter when it starts and ends, and the cycle counter as it finishes the multiplies of each of its
@@ -28,10 +28,10 @@ import statistics
 import numpy as np
 import torch
 import triton
-from _probe import parse_size
 
-from implementations import v15_warp_specialized as v15
-from implementations.core.check import PRECISIONS, compare, make_inputs, poison, reference
+from .. import v15_warp_specialized as v15
+from ..core.check import PRECISIONS, compare, make_inputs, poison, reference
+from ..core.tasks import parse_sizes
 
 SM, START_NS, START_CLK, END_NS, END_CLK, TILES = range(6)
 
@@ -148,7 +148,7 @@ def main():
     tile = v15.Tile(*map(int, args.tile.split(",")))
     if tile not in v15.CUDA_CANDIDATES:
         parser.error(f"--tile must be one of v15's candidates: {', '.join(map(str, v15.CUDA_CANDIDATES))}")
-    M, N, K = parse_size(args.size)
+    (M, N, K), = parse_sizes(args.size)
     precision = PRECISIONS[args.dtype]
     a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
     c = torch.empty(M, N, device="cuda", dtype=a.dtype)

@@ -8,7 +8,8 @@ import torch
 from implementations import select
 from implementations.core import bench, traffic
 from implementations.core.check import PRECISIONS, compare, make_inputs, poison, reference
-from implementations.core.registry import Prepared, TunedRun
+from implementations.core.registry import Prepared
+from implementations.core.search import TunedRun
 from implementations.core.validate import Refused
 
 FP32 = PRECISIONS["fp32"]

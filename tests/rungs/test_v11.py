@@ -16,6 +16,9 @@ import pytest
 
 from implementations import v11_autotuned as v11
 
+# its module fixture is built once: every test of this file runs in one xdist worker
+pytestmark = pytest.mark.xdist_group("test_v11")
+
 CASES = [(tile, arch, even) for tile in v11.GLUON_CANDIDATES for arch in ("sm_80", "sm_90") for even in (True, False)]
 SCRIPT = """
 import json, sys
@@ -29,7 +32,7 @@ print(json.dumps([r.__dict__ for r in out]))
 @pytest.fixture(scope="module")
 def reports():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    root = str(Path(__file__).resolve().parents[1])
+    root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(CASES)], capture_output=True, text=True,
                           env=env, cwd=root, timeout=900)

@@ -13,7 +13,10 @@ import pytest
 from implementations import all_variants
 from implementations.tools.lessons import NOT_MEASURED, build_lessons, cuda_loc, main, python_loc
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+# its module fixture is built once: every test of this file runs in one xdist worker
+pytestmark = pytest.mark.xdist_group("test_lessons")
+
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 SAVED = [RESULTS / "h100_fp32_4096.json", RESULTS / "h100_tc_bf16.json"]
 CHROMIUM = "/usr/bin/chromium"
 # Nothing in the page may need the network; these keep Chromium itself from calling home too.

@@ -12,7 +12,7 @@ from implementations.tools import plots
 from implementations.core.bench import Result
 from implementations.core.report import ResultLog, load_document
 
-RESULTS = Path(__file__).resolve().parent.parent / "docs" / "results"
+RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 # compare.py's documents (--json) and rows (--csv); a CSV's environment is the .env.json beside it
 SAVED = sorted([p for p in RESULTS.glob("h100_*.json") if not p.name.endswith(".env.json")]
                + list(RESULTS.glob("h100_*.csv")))

@@ -15,7 +15,7 @@ import torch
 from implementations import all_variants, select
 from implementations.tools import ncu, profile, sanitize
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ALL_IMPLS = ("cuda", "triton", "cublas")
 TORCH_KERNELS = ["vectorized_elementwise_kernel", "at::native::vectorized_elementwise_kernel", "elementwise_kernel",
                  "unrolled_elementwise_kernel", "distribution_elementwise_grid_stride_kernel", "CatArrayBatchedCopy",

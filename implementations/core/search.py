@@ -1,0 +1,169 @@
+"""One search for every tuned rung, in both languages: the rung declares its candidates and how to
+launch one; this module times them on the real operands, keeps the fastest, launches it from then on,
+and reports the choice. It knows no rung.
+
+A rung's part:
+
+    CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, each(launch_candidate), tile=lambda t: (t.BM, t.BN))
+
+    def autotuned_cuda(a, b, c):
+        return CUDA_SEARCH.tuned(a, b, c)
+
+- `prepare(a, b, c, candidates)` binds candidates to the operands once and returns
+  `(refresh, {candidate: launch})`: `refresh` is work every call repeats before launching (copying the
+  operands into the padded buffers TMA needs; None when there is none), a launch only launches.
+  `each(launch)` builds one from a per-candidate `launch(a, b, c, candidate)`.
+- `tile(candidate)`: the BM×BN block tile it computes with (the roofline's traffic model).
+- `describe(candidate)`, and `family(candidate)` where candidates come in kinds (v11's Triton side races
+  `tl.dot` configs against Gluon tiles): the report names the best of every other family too.
+
+At the first call for a key (rung, language, device, M, N, K, dtype, row pitches and 16-byte alignment:
+what the kernels are specialised on) every candidate is timed with do_bench (CUDA events, the L2
+flushed before each call: the benchmark's own timer); later calls launch the winner directly. The
+harness checks the output of that first call, which the winner computed, as it checks any run.
+Nothing is timed, and the first candidate runs, under Triton's interpreter (operands on the CPU) and
+with TVC_SEARCH=first (the test suite's seeded choice: there every candidate is checked on its own,
+so whichever one a GPU picks has been checked); the report says so.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
+MODE_VARIABLE = "TVC_SEARCH"  # "time" (default) or "first"
+
+Launch = Callable[[], Any]
+Prepare = Callable[..., tuple[Callable[[], None] | None, dict]]
+
+
+@dataclass(frozen=True)
+class TunedRun:
+    """A launcher's `run` whose kernel a search picks at the first call; `chosen()` says which one.
+
+    The shared layer puts `chosen()` in the result's note, so every tuned rung reports its choice.
+    """
+
+    launch: Launch
+    chosen: Callable[[], str]
+    tile: Callable[[], tuple[int, int]] | None = None  # the chosen BM×BN block tile (for the traffic model)
+
+    def __call__(self):
+        return self.launch()
+
+
+@dataclass
+class Choice:
+    best: Hashable
+    times: dict  # candidate -> ms (empty when nothing was timed)
+    seconds: float
+    why_untimed: str = ""
+
+
+def each(launch: Callable[..., Launch]) -> Prepare:
+    """A `prepare` from a per-candidate `launch(a, b, c, candidate)` (nothing shared, nothing to refresh)."""
+    def prepare(a, b, c, candidates):
+        return None, {cand: launch(a, b, c, cand) for cand in candidates}
+
+    return prepare
+
+
+def _with_refresh(refresh, launch: Launch) -> Launch:
+    if refresh is None:
+        return launch
+
+    def run():
+        refresh()
+        return launch()
+
+    return run
+
+
+def untimed_reason(device: torch.device) -> str:
+    """Why this search will not time its candidates here ("" when it will)."""
+    if device.type != "cuda":
+        return "interpreter: first candidate, untimed"
+    if os.environ.get(MODE_VARIABLE, "time") == "first":
+        return f"{MODE_VARIABLE}=first: first candidate, untimed"
+    return ""
+
+
+@dataclass(frozen=True, eq=False)
+class Search:
+    """A tuned rung's search space for one language: its candidates and how to launch them."""
+
+    rung: str  # the rung module's __name__
+    lang: str  # "cuda" or "triton"
+    candidates: tuple
+    prepare: Prepare
+    tile: Callable[[Any], tuple[int, int]]
+    describe: Callable[[Any], str] = str
+    family: Callable[[Any], str] = lambda _: ""
+    gpu_only: Callable[[Any], bool] = lambda _: False  # e.g. a Gluon kernel: no interpreter runs it
+    reference: tuple[str, Any] | None = None  # (label, candidate) named beside the winner: what an idea is worth
+    choices: dict = field(default_factory=dict, repr=False)
+
+    def key(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
+        device = torch.cuda.get_device_name(a.device) if a.device.type == "cuda" else "cpu"
+        aligned = all(t.data_ptr() % 16 == 0 for t in (a, b, c))
+        return (self.rung, self.lang, device, *a.shape, b.shape[1], a.dtype,
+                a.stride(0), b.stride(0), c.stride(0), aligned)
+
+    def one(self, a, b, c, candidate) -> Launch:
+        """One candidate's whole call (refresh included), without the search: what the tests check."""
+        refresh, launches = self.prepare(a, b, c, (candidate,))
+        return _with_refresh(refresh, launches[candidate])
+
+    def tuned(self, a, b, c, candidates: Sequence | None = None) -> TunedRun:
+        """The run compare.py times: the first call searches (or takes the first candidate), later calls
+        launch the choice directly."""
+        candidates = tuple(candidates or self.candidates)
+        key = self.key(a, b, c)
+        why_untimed = untimed_reason(a.device)
+        if why_untimed:
+            candidates = candidates[:1]
+        refresh, launches = self.prepare(a, b, c, candidates)
+        runs = {cand: _with_refresh(refresh, launch) for cand, launch in launches.items()}
+
+        def launch():
+            choice = self.choices.get(key)
+            if choice is None or choice.best not in runs:
+                choice = self.choices[key] = self._choose(runs, why_untimed)
+            return runs[choice.best]()
+
+        return TunedRun(launch, lambda: self.report(self.choices[key]), lambda: self.tile(self.choices[key].best))
+
+    def _choose(self, runs: dict, why_untimed: str) -> Choice:
+        if why_untimed:
+            return Choice(next(iter(runs)), {}, 0.0, why_untimed)
+        from triton.testing import do_bench
+
+        start = time.perf_counter()
+        times = {cand: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for cand, run in runs.items()}
+        return Choice(min(times, key=times.get), times, time.perf_counter() - start)
+
+    def report(self, choice: Choice) -> str:
+        """The winner and its time; the runner-up, the best of every other family and the reference beside it."""
+        if choice.why_untimed:
+            return f"{self.describe(choice.best)} ({choice.why_untimed})"
+        times = choice.times
+        ranked = sorted(times, key=times.get)
+        named = {}
+        if len(ranked) > 1:
+            named[ranked[1]] = "runner-up"
+        families = {self.family(choice.best)}
+        for cand in ranked:
+            if self.family(cand) not in families:
+                families.add(self.family(cand))
+                named.setdefault(cand, f"best {self.family(cand)}")
+        if self.reference is not None and self.reference[1] in times and self.reference[1] != choice.best:
+            named.setdefault(self.reference[1], self.reference[0])
+        beside = "; ".join(f"{label} {self.describe(cand)} {times[cand]:.3f} ms" for cand, label in named.items())
+        return (f"{self.describe(choice.best)}, {times[choice.best]:.3f} ms"
+                + (f"; {beside}" if beside else "") + f" ({len(times)} candidates, {choice.seconds:.1f} s)")

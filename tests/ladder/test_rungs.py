@@ -1,0 +1,34 @@
+"""Every rung against the float64 reference on awkward shapes (registry-wide: a new rung is picked up).
+
+Triton rungs run wherever the tests run: compiled on a GPU, in Triton's interpreter on a CPU-only
+machine. CUDA C rungs need a GPU (marker `gpu`).
+"""
+
+import pytest
+
+from implementations.core import bench
+
+from ..helpers import AWKWARD_SHAPES, INTERPRETER_BF16, checked_run, gpu_skip_reason, param_id, rung_configs
+
+CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
+
+
+@pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, lang, config, dtype", [p for p in CORRECT if p[1] == "triton"], ids=param_id)
+def test_triton_rung_matches_reference(variant, lang, config, dtype, shape, device):
+    if device.type == "cpu" and dtype == "bf16":
+        pytest.skip(INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+    result = checked_run(variant, lang, shape, device, dtype, **config)
+    assert result.status == bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", AWKWARD_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, lang, config, dtype", [p for p in CORRECT if p[1] == "cuda"], ids=param_id)
+def test_cuda_rung_matches_reference(variant, lang, config, dtype, shape):
+    if gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+    result = checked_run(variant, lang, shape, "cuda", dtype, **config)
+    assert result.status == bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)

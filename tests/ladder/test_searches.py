@@ -1,0 +1,81 @@
+"""Every candidate of every tuned rung's search is right: the search may pick any of them on some GPU
+and shape (registry-wide: a rung declares its searches in VARIANT.searches and is picked up here).
+
+On the CPU the Triton candidates run in the interpreter (not those no interpreter runs, such as Gluon
+kernels); on a GPU every candidate runs, CUDA C included, on ragged and tile-sized shapes. A GPU run
+also times a real search once per rung and language and checks that its choice is reported.
+"""
+
+import pytest
+import torch
+
+from implementations import all_variants
+from implementations.core import bench, search
+from implementations.core.check import PRECISIONS
+
+from ..helpers import AWKWARD_SHAPES, INTERPRETER_BF16, candidate, checked_run, gpu_skip_reason, param_id
+
+# Ragged in every dimension, several GROUP_M groups with a short last one, a partial last wave.
+TUNING_SHAPES = [(17, 33, 5), (97, 61, 130), (1100, 300, 70), (1000, 1531, 777), (1000, 1100, 1028),
+                 (2048, 2048, 2048)]
+CPU_SHAPES = [*AWKWARD_SHAPES, (1100, 70, 20), (300, 600, 70)]
+SEARCHES = [(v, s, dtype) for v in all_variants() for s in v.searches for dtype in v.dtypes]
+
+
+def search_id(value):
+    if isinstance(value, search.Search):
+        return value.lang
+    return param_id(value)
+
+
+def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False):
+    for cand in tuned.candidates:
+        if skip(cand):
+            continue
+        result = bench.measure(
+            rung=variant.tag, name=variant.name, config=tuned.describe(cand), impl=tuned.lang,
+            precision=PRECISIONS[dtype], shape=shape, device=torch.device(device), seed=11,
+            prepare=lambda a, b, cand=cand: candidate(a, b, lambda c: tuned.one(a, b, c, cand)))
+        assert result.status == bench.STATUS_OK, (tuned.describe(cand), result.error, result.bound, result.note)
+
+
+@pytest.mark.parametrize("shape", CPU_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, tuned, dtype", [p for p in SEARCHES if p[1].lang == "triton"], ids=search_id)
+def test_every_triton_candidate_matches_reference(variant, tuned, dtype, shape, device):
+    if device.type == "cpu" and dtype == "bf16":
+        pytest.skip(INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, "triton", dtype):
+        pytest.skip(gpu_skip_reason(variant, "triton", dtype))
+    check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: device.type == "cpu"
+                          and tuned.gpu_only(cand))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", TUNING_SHAPES, ids=param_id)
+@pytest.mark.parametrize("variant, tuned, dtype", SEARCHES, ids=search_id)
+def test_every_candidate_is_right_on_the_gpu(variant, tuned, dtype, shape):
+    if gpu_skip_reason(variant, tuned.lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
+    check_every_candidate(variant, tuned, dtype, shape, "cuda")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant, tuned, dtype", SEARCHES, ids=search_id)
+def test_a_real_search_reports_its_choice(variant, tuned, dtype, monkeypatch):
+    """With the timed search on (the test suite seeds the first candidate elsewhere), the result's note
+    names the winner with its time and the runner-up."""
+    if gpu_skip_reason(variant, tuned.lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
+    monkeypatch.setenv(search.MODE_VARIABLE, "time")
+    result = checked_run(variant, tuned.lang, (512, 384, 256), "cuda", dtype)
+    assert result.status == bench.STATUS_OK, result.note
+    assert f"({len(tuned.candidates)} candidates," in result.note and "runner-up" in result.note, result.note
+    assert any(result.note.startswith(f"autotuned: {tuned.describe(c)}, ") for c in tuned.candidates), result.note
+
+
+def test_every_search_belongs_to_its_rung():
+    """A search's key starts with its rung: choices of different rungs never mix."""
+    for variant in all_variants():
+        assert len({s.lang for s in variant.searches}) == len(variant.searches), variant.stem
+        for s in variant.searches:
+            assert s.rung == variant.module and getattr(variant, s.lang) is not None, variant.stem
