@@ -149,7 +149,7 @@ class Search:
         return Choice(min(times, key=times.get), times, time.perf_counter() - start)
 
     def report(self, choice: Choice) -> str:
-        """The winner and its time; the runner-up, the best of every other family and the reference beside it."""
+        """The winner and its time; beside it the runner-up, the fastest of every other family, the reference."""
         if choice.why_untimed:
             return f"{self.describe(choice.best)} ({choice.why_untimed})"
         times = choice.times
@@ -161,7 +161,7 @@ class Search:
         for cand in ranked:
             if self.family(cand) not in families:
                 families.add(self.family(cand))
-                named.setdefault(cand, f"best {self.family(cand)}")
+                named.setdefault(cand, "fastest")
         if self.reference is not None and self.reference[1] in times and self.reference[1] != choice.best:
             named.setdefault(self.reference[1], self.reference[0])
         beside = "; ".join(f"{label} {self.describe(cand)} {times[cand]:.3f} ms" for cand, label in named.items())
