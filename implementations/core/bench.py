@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .check import Precision, compare, make_inputs, poison, reference
+from .check import Precision, check, make_inputs, poison
 from .registry import Prepared
 from .search import TunedRun
 from .traffic import predicted_bytes
@@ -57,9 +57,12 @@ class Result:
     status: str = STATUS_SKIPPED
     note: str = ""
     seed: int | None = None
+    inputs: str = "normal"  # the input kind (check.INPUTS)
     error: float | None = None
     bound: float | None = None
     unwritten: int | None = None  # NaN elements of C after a run over a NaN-poisoned C
+    outside: int | None = None  # elements beyond their componentwise limit
+    worst: str = ""  # the element furthest outside (or closest to) its limit
     ms: float | None = None  # median
     ms_p20: float | None = None
     ms_p80: float | None = None
@@ -140,6 +143,20 @@ def time_cpu_ms(fn: Callable[[], object], options: TimingOptions) -> list[float]
     return samples
 
 
+def l2_flush(device: torch.device) -> str:
+    """What do_bench does before each timed call to empty the L2, checked to evict it: it zeroes a buffer,
+    which must be at least twice the L2 (the device's reported size)."""
+    from triton import runtime
+
+    buffer = runtime.driver.active.get_empty_cache_for_benchmark()
+    size = buffer.numel() * buffer.element_size()
+    l2 = torch.cuda.get_device_properties(device).L2_cache_size
+    if size < 2 * l2:
+        raise RuntimeError(f"do_bench's L2 flush writes {size / 2**20:.0f} MiB, less than twice this GPU's "
+                           f"{l2 / 2**20:.0f} MiB L2: timed calls could find their operands cached")
+    return f"{size / 2**20:.0f} MiB zeroed before each timed call ({size / l2:.1f}× the {l2 / 2**20:.0f} MiB L2)"
+
+
 def copy_bandwidth(device: torch.device, nbytes: int = 2**30) -> float:
     """Device-memory bandwidth in GB/s (bytes read + bytes written) of a large tensor copy: the
     roofline's memory ceiling, measured with the same timer as the kernels."""
@@ -161,20 +178,25 @@ def measure(
     device: torch.device, seed: int, prepare: Callable[[torch.Tensor, torch.Tensor], Prepared],
     expect_wrong: str = "", timing: TimingOptions | None = None, cublas_ms: float | None = None,
     cpu_ms: float | None = None, tile_of: Callable[[Callable], tuple[int, int] | None] | None = None,
+    inputs: str = "normal",
 ) -> Result:
-    """Check one implementation on fresh inputs and, if it passed, time it.
+    """Check one implementation on fresh inputs and, if it passed, time it, then check it again.
 
+    The second check runs after the timed calls (after one more call when nothing is timed), on new
+    inputs written into the operands the run reads: a kernel that is right once and wrong later (state
+    not reset between calls, a race that shows under load) or that returns a cached output fails it.
     `tile_of(run)`: the block tile the prepared run computes with (asked after the first call, when an
     autotuned run has chosen), for the traffic model.
     """
     M, N, K = shape
-    result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed)
+    result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed, inputs=inputs)
+    exact = inputs == "integers"
     try:
-        a, b = make_inputs(M, N, K, precision, device, seed)
+        a, b = make_inputs(M, N, K, precision, device, seed, inputs)
         prepared = prepare(a, b)
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
-        outcome = compare(prepared.out.to(a.device), reference(a, b), precision.bound(K))
+        outcome = check(prepared.out.to(a.device), a, b, precision, exact)
         if device.type == "cuda":  # the first call compiled (or loaded from disk cache) and ran; this one only runs
             _, second_s = _wall(prepared.run, device)
             result.compile_s = max(first_s - second_s, 0.0)
@@ -188,7 +210,7 @@ def measure(
     if tile:
         result.tile = f"{tile[0]}x{tile[1]}"
         result.traffic_bytes = predicted_bytes(M, N, K, tile, a.element_size(), prepared.out.element_size())
-    result.error, result.bound, result.unwritten = outcome.error, outcome.bound, outcome.unwritten
+    record_check(result, outcome)
     for key, value in kernel_resources(kernel).items():
         setattr(result, key, value)
     if isinstance(prepared.run, TunedRun):
@@ -200,9 +222,7 @@ def measure(
             result.note += " (the interpreter runs one program at a time, so a race between programs cannot show)"
         return result
     if not outcome.ok:
-        result.status = STATUS_WRONG
-        result.note = (f"{outcome.unwritten} NaN elements (unwritten, or NaN computed)" if outcome.unwritten
-                       else "error above bound")
+        result.status, result.note = STATUS_WRONG, outcome.why()
         return result
     result.status = STATUS_OK
     if timing is not None:
@@ -213,7 +233,39 @@ def measure(
             return result
         result.timing = timing.mode
         summarize(result, cublas_ms, cpu_ms)
+    else:
+        prepared.run()
+    try:
+        again = recheck(prepared, (a, b), precision, device, seed, inputs)
+    except Exception as exc:
+        result.status, result.note = STATUS_ERROR, f"checked ok, then failed on new inputs: {_one_line(exc)}"
+        return result
+    if not again.ok:
+        record_check(result, again)
+        result.status, result.note = STATUS_WRONG, f"changed between calls: {again.why()}"
     return result
+
+
+def record_check(result: Result, outcome) -> None:
+    result.error, result.bound, result.unwritten = outcome.error, outcome.bound, outcome.unwritten
+    result.outside = outcome.outside
+    result.worst = str(outcome.worst) if outcome.worst is not None else ""
+
+
+def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precision: Precision,
+            device: torch.device, seed: int, inputs: str):
+    """New inputs written into the operands the run reads (`given`, the ones it was prepared with, unless
+    it says otherwise), the output poisoned, one more call, checked."""
+    (M, K), N = given[0].shape, given[1].shape[1]
+    a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs)
+    for old, new in zip(prepared.operands or given, (a, b)):
+        old.copy_(new)
+    poison(prepared.out)
+    prepared.run()
+    return check(prepared.out.to(a.device), a, b, precision, inputs == "integers")
+
+
+RECHECK_SEED = 1_000_003  # the second check's inputs: the case's seed plus this
 
 
 def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None) -> None:
@@ -247,7 +299,7 @@ def cublas_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:
     def run():
         torch.matmul(a, b, out=c)
 
-    return Prepared(run, c)
+    return Prepared(run, c, (a, b))
 
 
 def cpu_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:

@@ -1,16 +1,30 @@
-"""Correctness: random inputs, a float64 reference, the normwise error and its bound per precision.
+"""Correctness: inputs that do not flatter, a float64 reference, and two bounds derived from how each
+precision rounds. A result passes only if it is within both, and every element was written.
 
-Error = ||C - C_ref||_F / ||C_ref||_F with C_ref = A @ B computed in float64 from the same inputs.
-Normwise error makes an all-zero output fail (error 1), and every checked run starts from an output
-poisoned with NaN, so an element a kernel never wrote is counted as `unwritten` instead of passing.
+Normwise: ||C - C_ref||_F / ||C_ref||_F with C_ref = A @ B in float64 from the same inputs, against
+4·(u_in + u_out) + 4·sqrt(K)·u_acc (a K-term sum of random-signed terms drifts like sqrt(K)·u_acc; the
+factor 4 leaves about ten times what random inputs give). It measures average quality: an all-zero
+output fails it (error 1), but a few spoiled elements can hide in it.
 
-The bound comes from how each precision rounds, not from tuning until things pass:
-- inputs rounded by the matrix unit (tf32 keeps 10 mantissa bits): about u_in per product;
-- products summed in fp32: a K-term sum drifts like sqrt(K)·u_acc for random-signed data;
-- the result rounded to the output dtype: u_out.
-The bound is 4·(u_in + u_out) + 4·sqrt(K)·u_acc: about ten times what random inputs give (fp32 at
-K=4096 lands near 1.5e-6; the bound there is 1.6e-5), while one wrong element in a few thousand, a
-race, or a missing tail moves the error by orders of magnitude more.
+Componentwise, for every element, with M = |A|·|B| (the sum of the absolute products, in float64):
+    |C - C_ref|_ij <= c·((4·u_in + γ_K)·M_ij + u_out·|C_ref|_ij),   γ_K = K·u_acc / (1 - K·u_acc)
+- each operand is rounded to what the matrix unit uses with relative error u_in (tf32: 2^-11; a unit
+  that truncates instead makes it 2·u_in), so a product is off by at most (1 + 2·u_in)² - 1 ≈ 4·u_in;
+  16-bit and tf32 products are exact in fp32, and an FMA rounds once;
+- K such terms summed in fp32 in any order (split-K, stream-K and tensor-core trees included) are off
+  by at most γ_K times the sum of their absolute values (Higham, Accuracy and Stability, eq. 3.5);
+- rounding the sum to the output dtype adds u_out·|C| (round to nearest);
+- c = 2 covers adders that align to the largest term and truncate (as measured on NVIDIA tensor cores)
+  and the float64 reference's own rounding, which is 2^-29 times smaller than u_acc.
+This is a worst case, not a tuned tolerance: a wrong element of any size that matters breaks it, and the
+report names the worst element (index, value, reference, limit).
+
+Inputs (a seed per case, recorded with every result, replays it):
+- normal: standard normal, the usual case;
+- positive: uniform on [0, 1): no cancellation for an error to hide behind;
+- wide: normal times 2^e, e uniform over a dtype-safe range of exponents: a wide dynamic range;
+- integers: small integers, whose exact product every precision represents: the output must equal the
+  float64 product rounded to the output dtype, bit for bit.
 """
 
 from __future__ import annotations
@@ -21,6 +35,10 @@ from dataclasses import dataclass
 import torch
 
 FP32_UNIT_ROUNDOFF = 2.0**-24
+SAFETY = 2.0  # c above
+INPUTS = ("normal", "positive", "wide", "integers")
+WIDE_EXPONENTS = {"fp16": 4, "bf16": 8, "fp32": 8, "tf32": 8}  # 2^±e: fp16's C stays far below 65504
+INTEGER_RANGE = 4  # integers in [-4, 4]: products <= 16, sums exact in fp32 up to K = 2^20
 
 
 @dataclass(frozen=True)
@@ -33,7 +51,13 @@ class Precision:
     u_acc: float = FP32_UNIT_ROUNDOFF  # every rung accumulates in fp32
 
     def bound(self, K: int) -> float:
+        """The normwise bound."""
         return 4 * (self.u_in + self.u_out) + 4 * math.sqrt(max(K, 1)) * self.u_acc
+
+    def limits(self, K: int, magnitude: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
+        """The componentwise bound on |C - C_ref|, element by element (magnitude = |A|·|B|)."""
+        gamma = K * self.u_acc / (1 - K * self.u_acc)
+        return SAFETY * ((4 * self.u_in + gamma) * magnitude + self.u_out * ref.abs())
 
 
 PRECISIONS = {
@@ -47,11 +71,25 @@ PRECISIONS = {
 }
 
 
-def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fresh standard-normal A (M×K) and B (K×N); the seed is recorded so a failure can be replayed."""
+def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int,
+                kind: str = "normal") -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh A (M×K) and B (K×N) of one input kind (see above); the seed is recorded so a failure can be replayed."""
     gen = torch.Generator(device="cpu").manual_seed(seed)
-    a = torch.randn((M, K), generator=gen, dtype=torch.float32)
-    b = torch.randn((K, N), generator=gen, dtype=torch.float32)
+
+    def draw(rows: int, cols: int) -> torch.Tensor:
+        if kind == "normal":
+            return torch.randn((rows, cols), generator=gen)
+        if kind == "positive":
+            return torch.rand((rows, cols), generator=gen)
+        if kind == "wide":
+            e = WIDE_EXPONENTS[precision.name]
+            scale = torch.randint(-e, e + 1, (rows, cols), generator=gen).float().exp2()
+            return torch.randn((rows, cols), generator=gen) * scale
+        if kind == "integers":
+            return torch.randint(-INTEGER_RANGE, INTEGER_RANGE + 1, (rows, cols), generator=gen).float()
+        raise ValueError(f"unknown input kind {kind!r}; choose from {', '.join(INPUTS)}")
+
+    a, b = draw(M, K), draw(K, N)
     return a.to(device=device, dtype=precision.dtype), b.to(device=device, dtype=precision.dtype)
 
 
@@ -60,9 +98,32 @@ def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return a.double() @ b.double()
 
 
+def magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """|A| @ |B| in float64: the sum of the absolute products behind each element."""
+    return a.double().abs() @ b.double().abs()
+
+
 def poison(c: torch.Tensor) -> None:
     """Fill the output with NaN so that an element no kernel wrote cannot look right."""
     c.fill_(float("nan"))
+
+
+@dataclass(frozen=True)
+class Worst:
+    """The element furthest outside (or closest to) its componentwise limit."""
+
+    index: tuple[int, int]
+    value: float
+    reference: float
+    limit: float
+
+    @property
+    def ratio(self) -> float:
+        return abs(self.value - self.reference) / self.limit if self.limit > 0 else math.inf
+
+    def __str__(self) -> str:
+        i, j = self.index
+        return f"C[{i}, {j}] = {self.value:.6g}, expected {self.reference:.6g} (limit ±{self.limit:.3g})"
 
 
 @dataclass(frozen=True)
@@ -70,13 +131,26 @@ class CheckOutcome:
     error: float  # normwise relative error (nan if any element is NaN)
     bound: float
     unwritten: int  # NaN elements where the reference is finite
+    outside: int = 0  # elements beyond their componentwise limit (or, with exact inputs, not exact)
+    worst: Worst | None = None
 
     @property
     def ok(self) -> bool:
-        return self.unwritten == 0 and self.error <= self.bound
+        return self.unwritten == 0 and self.error <= self.bound and self.outside == 0
+
+    def why(self) -> str:
+        """Why it failed, in one line ("" when it passed)."""
+        if self.unwritten:
+            return f"{self.unwritten} NaN elements (unwritten, or NaN computed)"
+        if self.outside:
+            return f"{self.outside} elements outside their limit; worst {self.worst}"
+        if not self.error <= self.bound:
+            return f"normwise error {self.error:.2e} above its bound {self.bound:.2e}"
+        return ""
 
 
 def compare(c: torch.Tensor, ref: torch.Tensor, bound: float) -> CheckOutcome:
+    """The normwise check alone (and the unwritten count)."""
     diff = c.double() - ref
     ref_norm = torch.linalg.vector_norm(ref).item()
     diff_norm = torch.linalg.vector_norm(diff).item()
@@ -86,3 +160,23 @@ def compare(c: torch.Tensor, ref: torch.Tensor, bound: float) -> CheckOutcome:
         error = 0.0 if diff_norm == 0 else math.inf
     unwritten = int((torch.isnan(c) & torch.isfinite(ref)).sum().item())
     return CheckOutcome(error, bound, unwritten)
+
+
+def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precision, exact: bool = False) -> CheckOutcome:
+    """C against A @ B: normwise and componentwise (exact: C must be the float64 product rounded to C's dtype)."""
+    ref = reference(a, b)
+    normwise = compare(c, ref, precision.bound(a.shape[1]))
+    if c.numel() == 0:
+        return normwise
+    got = c.double()
+    if exact:
+        limit = torch.zeros_like(ref)
+        outside = got != ref.to(c.dtype).double()
+    else:
+        limit = precision.limits(a.shape[1], magnitude(a, b), ref)
+        outside = ~((got - ref).abs() <= limit)  # NaN counts as outside
+    ratio = torch.where(torch.isnan(got), torch.inf, (got - ref).abs() / limit.clamp_min(torch.finfo(torch.float64).tiny))
+    flat = int(torch.argmax(ratio).item())
+    i, j = divmod(flat, c.shape[1])
+    worst = Worst((i, j), got[i, j].item(), ref[i, j].item(), limit[i, j].item())
+    return CheckOutcome(normwise.error, normwise.bound, normwise.unwritten, int(outside.sum().item()), worst)

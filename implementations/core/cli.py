@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from . import bench, cuda_c, report
 from ..tools import lessons, ncu, plots, profile, sanitize
-from .check import PRECISIONS
+from .check import INPUTS, PRECISIONS
 from .env import end_of_run, environment, set_fp32_matmul
 from .registry import LANGS, Variant, all_variants, config_label, select
 from .tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, IMPLS, Task, parse_impls, parse_rungs, parse_sizes,
@@ -110,6 +110,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--lessons", metavar="DIR",
                    help="write the side-by-side lessons (lessons.html, self-contained, and lessons.md) with this "
                         "run's figures and plots")
+    p.add_argument("--inputs", choices=INPUTS, default="normal",
+                   help="the inputs' distribution: normal; positive (no cancellation to hide an error); wide (a wide "
+                        "dynamic range); integers (exact products: the output must be exact) (default: normal)")
     p.add_argument("--seed", type=int, default=None, help="base seed of the random inputs (default: random, printed)")
     p.add_argument("--csv", metavar="PATH", help="write every result as a CSV row as it is measured")
     p.add_argument("--json", metavar="PATH", help="keep a JSON document (environment + results) current")
@@ -132,7 +135,8 @@ def list_rungs() -> str:
 
 
 def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: torch.device, seed: int,
-              timing: bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S, rounds: int = 1) -> None:
+              timing: bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S, rounds: int = 1,
+              inputs: str = "normal") -> None:
     """Check and time every task, size by size.
 
     rounds > 1: the implementations of a size are checked and timed that many times, in reverse order every
@@ -158,7 +162,7 @@ def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: t
                     continue
                 ratios = {f"{t.impl}_ms": results[j].ms for j, t in group if t.variant is None and j in results}
                 result = measure_task(task, dtype, precision, device, seed + i + r * len(tasks), timing, cpu_limit_s,
-                                      ratios)
+                                      ratios, inputs)
                 if first is None:
                     results[i] = result
                     log.add(result, final=rounds == 1)
@@ -174,7 +178,8 @@ def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: t
 
 
 def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: int,
-                 timing: bench.TimingOptions | None, cpu_limit_s: float, ratios: dict) -> bench.Result:
+                 timing: bench.TimingOptions | None, cpu_limit_s: float, ratios: dict,
+                 inputs: str = "normal") -> bench.Result:
     """One task checked and timed; ratios: the baselines' times at this size measured so far ({impl}_ms)."""
     v = task.variant
     rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
@@ -185,7 +190,7 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
         prepare = bench.cpu_prepare if task.impl == "cpu" else bench.cublas_prepare
         return bench.measure(
             rung=rung, name=name, config="", impl=task.impl, precision=precision, shape=task.shape, device=device,
-            seed=seed, prepare=prepare, timing=timing,
+            seed=seed, prepare=prepare, timing=timing, inputs=inputs,
             **({"cpu_ms": ratios.get("cpu_ms")} if task.impl == "cublas" else {}))
 
     def prepare(a, b):
@@ -195,7 +200,7 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
         rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
         shape=task.shape, device=device, seed=seed, prepare=prepare, expect_wrong=v.expect_wrong, timing=timing,
         tile_of=lambda run: run_tile(v, task.config, run), cublas_ms=ratios.get("cublas_ms"),
-        cpu_ms=ratios.get("cpu_ms"))
+        cpu_ms=ratios.get("cpu_ms"), inputs=inputs)
 
 
 def pool_rounds(group: list[tuple[int, Task]], results: dict[int, bench.Result], timing: str) -> None:
@@ -327,7 +332,8 @@ def main(argv: list[str] | None = None) -> int:
     env = environment(device)
     if gpu:
         env["copy bandwidth"] = f"{bench.copy_bandwidth(device):.0f} GB/s (read + write, 1 GiB torch copy)"
-    env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "seed": str(seed),
+        env["L2 flush"] = bench.l2_flush(device)
+    env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "inputs": args.inputs, "seed": str(seed),
                 "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
                 "timing": timing_description(args) if gpu else "none",
                 "triton mode": "compiled" if gpu else "interpreter (TRITON_INTERPRET=1)"})
@@ -347,7 +353,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with caches:
             run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing,
-                      cpu_limit_s=args.cpu_limit, rounds=args.rounds if gpu else 1)
+                      cpu_limit_s=args.cpu_limit, rounds=args.rounds if gpu else 1, inputs=args.inputs)
         if gpu:
             log.update_environment(end_of_run(device))
         elif "cuda" in args.impl:

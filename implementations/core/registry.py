@@ -35,10 +35,14 @@ Launcher = Callable[..., Callable[[], Any]]
 
 
 class Prepared(NamedTuple):
-    """A launch with everything allocated: `run()` computes `out` and returns the compiled kernel."""
+    """A launch with everything allocated: `run()` computes `out` and returns the compiled kernel.
+
+    `operands`: the tensors `run` reads A and B from when they are not the ones it was prepared with
+    (copies), so that the check can write fresh inputs into them and run it again."""
 
     run: Callable[[], Any]
     out: torch.Tensor
+    operands: tuple[torch.Tensor, torch.Tensor] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,8 +113,8 @@ class Variant:
         a, b = a.detach().contiguous(), b.detach().contiguous()
         c = torch.empty((M, N), dtype=a.dtype, device=a.device)
         if M == 0 or N == 0:  # nothing to compute, and CUDA refuses an empty grid
-            return Prepared(lambda: None, c)
-        return Prepared(launcher(a, b, c, **config), c)
+            return Prepared(lambda: None, c, (a, b))
+        return Prepared(launcher(a, b, c, **config), c, (a, b))
 
     @property
     def triton_interpreted(self) -> bool:

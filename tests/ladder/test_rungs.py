@@ -7,6 +7,7 @@ machine. CUDA C rungs need a GPU (marker `gpu`).
 import pytest
 
 from implementations.core import bench
+from implementations.core.check import INPUTS
 
 from ..helpers import AWKWARD_SHAPES, INTERPRETER_BF16, checked_run, gpu_skip_reason, param_id, rung_configs
 
@@ -32,3 +33,17 @@ def test_cuda_rung_matches_reference(variant, lang, config, dtype, shape):
         pytest.skip(gpu_skip_reason(variant, lang, dtype))
     result = checked_run(variant, lang, shape, "cuda", dtype, **config)
     assert result.status == bench.STATUS_OK, (result.error, result.bound, result.unwritten, result.note)
+
+
+@pytest.mark.parametrize("inputs", [i for i in INPUTS if i != "normal"])
+@pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
+def test_rung_passes_with_inputs_that_do_not_flatter(variant, lang, config, dtype, inputs, device):
+    """All-positive, wide-range and small-integer inputs (exact: the output must be too), on a ragged shape."""
+    if lang == "cuda" and device.type != "cuda":
+        pytest.skip("needs a CUDA device; none was found")
+    if device.type == "cpu" and dtype == "bf16":
+        pytest.skip(INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+    result = checked_run(variant, lang, (97, 61, 130), device, dtype, inputs, **config)
+    assert result.status == bench.STATUS_OK, (result.note, result.worst)

@@ -181,7 +181,7 @@ def _drifting_measurements(monkeypatch, fail=None):
     calls are recorded; `fail`: (task label, call number) that comes out WRONG."""
     calls = []
 
-    def measure_task(task, dtype, precision, device, seed, timing, cpu_limit_s, ratios):
+    def measure_task(task, dtype, precision, device, seed, timing, cpu_limit_s, ratios, inputs="normal"):
         calls.append(task.label)
         result = bench.Result(task.label, "", "", task.impl, dtype, *task.shape, seed=seed, error=0.0)
         if fail == (task.label, len(calls)):

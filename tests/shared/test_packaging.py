@@ -2,6 +2,7 @@
 header and the page templates, and its console script runs the same CLI as compare.py."""
 
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -19,9 +20,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    # built from a copy, so that setuptools' build/ and egg-info never touch (or read stale files from) the checkout
+    source = tmp_path_factory.mktemp("source") / "triton-vs-cuda"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "dist", "*.egg-info",
+                                                                 "__pycache__", "docs", "tests", "gpu-logs"))
     out = tmp_path_factory.mktemp("wheel")
     proc = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
-                           "-w", str(out), str(REPO)], capture_output=True, text=True, timeout=600)
+                           "-w", str(out), str(source)], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (found,) = out.glob("triton_vs_cuda-*.whl")
     return found
