@@ -1,6 +1,7 @@
 """Shared test set-up: Triton's interpreter on CPU-only machines, `gpu` tests skipped there."""
 
 import os
+import sys
 
 import pytest
 import torch
@@ -13,6 +14,21 @@ if not GPU:
 # instead, and check every candidate on its own (tests/ladder/test_searches.py, which also times one
 # real search per rung and language).
 os.environ.setdefault("TVC_SEARCH", "first")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A test that leaves the CUDA context unusable (an illegal address, a trap) fails, and this test process
+    ends with it: under pytest-xdist a fresh worker takes the tests after it, instead of each failing in turn."""
+    if GPU:
+        from implementations.core.isolation import context_lost
+
+        lost = context_lost()
+        if lost:
+            sys.stderr.write(f"\n{item.nodeid} left the CUDA context unusable ({lost}); this test process ends\n")
+            sys.stderr.flush()
+            os._exit(3)
+
 
 def pytest_collection_modifyitems(config, items):
     if GPU:

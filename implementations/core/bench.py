@@ -31,6 +31,9 @@ STATUS_RACE_HID = "ok (expected WRONG: did not show)"
 STATUS_ERROR = "error"
 STATUS_REFUSED = "refused"  # a launch shape or config the rung cannot take, with the stated limit
 STATUS_SKIPPED = "skipped"
+STATUS_FAULT = "fault"  # a CUDA error that left the process's context unusable (core/isolation.py)
+STATUS_TIMEOUT = "timeout"  # no result within the time limit; its process was ended
+FAILED = (STATUS_WRONG, STATUS_ERROR, STATUS_FAULT, STATUS_TIMEOUT)  # what makes compare.py exit 1
 
 
 @dataclass

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import importlib
 import itertools
 import json
 import os
@@ -16,13 +17,13 @@ import torch
 from tabulate import tabulate
 from tqdm import tqdm
 
-from . import bench, cuda_c, report
+from . import bench, cuda_c, isolation, report
 from ..tools import lessons, ncu, plots, profile, sanitize
 from .check import INPUTS, PRECISIONS
 from .env import end_of_run, environment, set_fp32_matmul
 from .registry import LANGS, Variant, all_variants, config_label, select
-from .tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, IMPLS, Task, parse_impls, parse_rungs, parse_sizes,
-                     parse_sweep, plan, positive, skip_reason)
+from .tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task, parse_impls, parse_modules,
+                    parse_rungs, parse_sizes, parse_sweep, plan, positive, skip_reason)
 from .traffic import run_tile
 
 DEFAULT_GPU_SIZES = "4096"
@@ -117,6 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--csv", metavar="PATH", help="write every result as a CSV row as it is measured")
     p.add_argument("--json", metavar="PATH", help="keep a JSON document (environment + results) current")
     p.add_argument("--markdown", metavar="PATH", help="keep a Markdown report current")
+    p.add_argument("--task-timeout", type=positive(float), default=DEFAULT_TASK_TIMEOUT_S, metavar="S",
+                   help="on a GPU every implementation is checked and timed in a worker process; one that gives no "
+                        f"result within S seconds is recorded as timeout and its process ended (default "
+                        f"{DEFAULT_TASK_TIMEOUT_S:g}); one whose CUDA error leaves the context unusable as fault. "
+                        "Either way the run goes on in a fresh process")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the tasks in this process instead (a fault then ends the run; for debugging)")
+    p.add_argument("--with", dest="extra", type=parse_modules, default=[], metavar="MODULES",
+                   help="rung modules from outside the package, comma-separated (e.g. your own vNN_name.py that "
+                        "defines VARIANT, importable by name); they run after the chosen rungs")
     p.add_argument("--disk-cache", action="store_true",
                    help="let CuPy and Triton load kernels from their on-disk caches (default: compile afresh, so "
                         "the compile-time column shows real compiles)")
@@ -136,8 +147,9 @@ def list_rungs() -> str:
 
 def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: torch.device, seed: int,
               timing: bench.TimingOptions | None, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S, rounds: int = 1,
-              inputs: str = "normal") -> None:
-    """Check and time every task, size by size.
+              inputs: str = "normal", worker: isolation.Worker | None = None) -> None:
+    """Check and time every task, size by size; in `worker`'s process when given (a fault or a hang then
+    costs one result), else in this one.
 
     rounds > 1: the implementations of a size are checked and timed that many times, in reverse order every
     other round, and each one's samples pooled before the ratios are taken. A GPU's clocks follow its
@@ -161,8 +173,9 @@ def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: t
                                               and task.impl != "cpu"):
                     continue
                 ratios = {f"{t.impl}_ms": results[j].ms for j, t in group if t.variant is None and j in results}
-                result = measure_task(task, dtype, precision, device, seed + i + r * len(tasks), timing, cpu_limit_s,
-                                      ratios, inputs)
+                case = (dtype, seed + i + r * len(tasks), timing, cpu_limit_s, ratios, inputs)
+                result = (measure_isolated(worker, task, *case) if worker is not None
+                          else measure_task(task, dtype, precision, device, *case[1:]))
                 if first is None:
                     results[i] = result
                     log.add(result, final=rounds == 1)
@@ -201,6 +214,52 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
         shape=task.shape, device=device, seed=seed, prepare=prepare, expect_wrong=v.expect_wrong, timing=timing,
         tile_of=lambda run: run_tile(v, task.config, run), cublas_ms=ratios.get("cublas_ms"),
         cpu_ms=ratios.get("cpu_ms"), inputs=inputs)
+
+
+def measure_spec(spec: tuple, dtype: str, seed: int, timing, cpu_limit_s: float, ratios: dict,
+                 inputs: str) -> bench.Result:
+    """measure_task in a worker process: the task travels as (rung module, config, impl, shape)."""
+    module, config, impl, shape = spec
+    variant = importlib.import_module(module).VARIANT if module else None
+    if torch.cuda.is_available():
+        set_fp32_matmul(tf32=dtype == "tf32")
+    device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
+    result = measure_task(Task(variant, config, impl, shape), dtype, PRECISIONS[dtype], device, seed, timing,
+                          cpu_limit_s, ratios, inputs)
+    if result.status == bench.STATUS_ERROR and isolation.sticky_error(result.note) and impl == "cuda":
+        result.note += f"; last CUDA C launch: {cuda_c.LAST_LAUNCH[0]}"
+    return result
+
+
+def sticky_result(result) -> str:
+    """The CUDA error a result reports, if it is one that leaves the context unusable."""
+    return result.note if isinstance(result, bench.Result) and isolation.sticky_error(result.note) else ""
+
+
+def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int, *rest) -> bench.Result:
+    """One task in the worker's process; a fault, a hang or a crash there becomes this task's result."""
+    spec = (task.variant.module if task.variant else None, task.config, task.impl, task.shape)
+    outcome = worker.call(measure_spec, spec, dtype, seed, *rest)
+    if outcome.kind == "ok":
+        return outcome.value
+    v = task.variant
+    rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
+    result = bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, seed=seed)
+    if isinstance(outcome.value, bench.Result):
+        result = outcome.value
+    reason = outcome.value.note if isinstance(outcome.value, bench.Result) else outcome.value
+    if outcome.kind == "fault":
+        result.status = bench.STATUS_FAULT
+        result.note = f"{reason or outcome.detail}; the tasks after it run in a fresh process"
+    elif outcome.kind == "timeout":
+        result.status = bench.STATUS_TIMEOUT
+        result.note = f"{reason} (--task-timeout); its process was ended, the tasks after it run in a fresh one"
+    else:
+        result.status, result.note = bench.STATUS_ERROR, reason
+    result.ms = result.ms_p20 = result.ms_p80 = result.tflops = result.pct_cublas = result.speedup_cpu = None
+    result.samples = []
+    tqdm.write(f"{task.label}: {result.status}: {result.note}", file=sys.stderr)
+    return result
 
 
 def pool_rounds(group: list[tuple[int, Task]], results: dict[int, bench.Result], timing: str) -> None:
@@ -317,7 +376,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.sanitize:
         return run_sanitizer(args)
-    variants = args.rungs if args.rungs is not None else select()
+    variants = (args.rungs if args.rungs is not None else select()) + args.extra
     if args.sweep:
         variants = sweep_configs([v for v in variants if args.rungs is not None or not v.expect_wrong], *args.sweep)
     gpu = torch.cuda.is_available()
@@ -350,10 +409,13 @@ def main(argv: list[str] | None = None) -> int:
     # Both libraries read these at compile time; patch.dict puts the caller's environment back after.
     caches = contextlib.nullcontext() if args.disk_cache else mock.patch.dict(os.environ, COLD_CACHES)
     compile_failures = 0
+    worker = (isolation.Worker(args.task_timeout, sticky_result, preload=(__name__,))
+              if gpu and not args.in_process else None)
     try:
         with caches:
             run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing,
-                      cpu_limit_s=args.cpu_limit, rounds=args.rounds if gpu else 1, inputs=args.inputs)
+                      cpu_limit_s=args.cpu_limit, rounds=args.rounds if gpu else 1, inputs=args.inputs,
+                      worker=worker)
         if gpu:
             log.update_environment(end_of_run(device))
         elif "cuda" in args.impl:
@@ -363,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         print_results(log, gpu)
         return 130
     finally:
+        if worker is not None:
+            worker.close()
         log.close()
     print_results(log, gpu)
     if args.ncu:
@@ -383,7 +447,7 @@ def main(argv: list[str] | None = None) -> int:
             results.parent.mkdir(parents=True, exist_ok=True)
             results.write_text(json.dumps(log.document(), indent=1))
         print("\nlessons: " + ", ".join(map(str, lessons.build_lessons(args.lessons, [results], written))))
-    failed = [r for r in log.results if r.status in (bench.STATUS_WRONG, bench.STATUS_ERROR)]
+    failed = [r for r in log.results if r.status in bench.FAILED]
     if failed:
         print(f"\n{len(failed)} result(s) failed: " + ", ".join(f"{r.rung} {r.config} {r.impl}" for r in failed))
     if compile_failures:

@@ -75,9 +75,9 @@ class CudaSource:
     or an architecture-specific target such as "sm_90a" (wgmma, setmaxnreg), compiled for exactly that.
     """
 
-    def __init__(self, module: str, kernels: Sequence[str], arch: str | None = None):
+    def __init__(self, module: str, kernels: Sequence[str], arch: str | None = None, directory: Path | None = None):
         self.stem = module.rpartition(".")[2]
-        self.path = KERNEL_DIR / f"{self.stem}.cu"
+        self.path = (directory or KERNEL_DIR) / f"{self.stem}.cu"
         self.kernels = tuple(kernels)
         self.arch = arch
         self._compiled: dict[tuple[int, str], object] = {}
@@ -217,6 +217,7 @@ def _kernel_arg(value):
     )
 
 
+LAST_LAUNCH = [""]  # the last CUDA C launch of this process: what a fault report names
 STATIC_SMEM_LIMIT = 48 * 1024  # beyond this a kernel's dynamic shared memory must be opted into
 
 
@@ -237,8 +238,10 @@ def bind(source: CudaSource, name: str, grid, block, args: Sequence, shared_mem:
         raise ValueError(f"every tensor argument of {name} must be on {tensors[0].device}")
     cp = cupy()
     kernel_args = tuple(_kernel_arg(a) for a in args)
+    described = f"{name} in {source.path.name}, grid {grid}, block {block}, {shared_mem} B dynamic shared memory"
 
     def run():
+        LAST_LAUNCH[0] = described
         kernel = source.function(name, device)
         with cp.cuda.Device(device), _cupy_stream(cp, torch.cuda.current_stream(device)):
             if shared_mem > STATIC_SMEM_LIMIT:

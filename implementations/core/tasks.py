@@ -7,6 +7,7 @@ Shared by compare.py (cli.py) and the child program that the profiling tools run
 from __future__ import annotations
 
 import argparse
+import importlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -17,6 +18,7 @@ from .check import PRECISIONS
 from .registry import Variant, config_label, select
 
 IMPLS = ("cuda", "triton", "cublas", "cpu")
+DEFAULT_TASK_TIMEOUT_S = 300.0  # per implementation and size: far above any correct rung's check and timing
 DEFAULT_CPU_LIMIT_S = 2.0  # the CPU baseline runs at the sizes where one call is estimated to take this long at most
 
 
@@ -62,6 +64,21 @@ def parse_sweep(text: str) -> tuple[str, tuple[int, ...]]:
     if not eq or not name.strip().isidentifier() or not parsed:
         raise argparse.ArgumentTypeError(f"{text!r}: give a config parameter and integer values, e.g. TILE=8,16,32,64")
     return name.strip(), parsed
+
+
+def parse_modules(text: str) -> list[Variant]:
+    """"pkg.v90_mine,other.v91_yours": rung modules outside the package, each defining VARIANT."""
+    found = []
+    for name in (n.strip() for n in text.split(",") if n.strip()):
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            raise argparse.ArgumentTypeError(f"cannot import rung module {name!r}: {exc}") from exc
+        variant = getattr(module, "VARIANT", None)
+        if not isinstance(variant, Variant):
+            raise argparse.ArgumentTypeError(f"{name} defines no VARIANT = Variant(__name__, ...)")
+        found.append(variant)
+    return found
 
 
 def parse_rungs(text: str) -> list[Variant]:

@@ -46,6 +46,7 @@ from ..core import IMPORT_ROOT
 from ..core.registry import Variant
 from ..core.traffic import predicted_bytes
 
+CHILD_TIMEOUT_S = 1800  # every chosen launch profiled in one child process
 METRICS = {  # NcuRow field -> Nsight Compute metric
     "time_ns": "gpu__time_duration.sum",
     "sm_pct": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
@@ -233,7 +234,10 @@ def profile(variants: Sequence[Variant], impls: Sequence[str], sizes: Sequence[t
         folder.mkdir(parents=True, exist_ok=True)
         log_file = folder / "ncu_raw.csv"
         cmd = ncu_command(variants, impls, sizes, dtype, log_file)
-        proc = subprocess.run(cmd, cwd=IMPORT_ROOT, capture_output=True, text=True)
+        try:
+            proc = subprocess.run(cmd, cwd=IMPORT_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            return NcuReport(command=cmd, problem=f"ncu did not finish within {CHILD_TIMEOUT_S} s; its process was ended")
         log = log_file.read_text() if log_file.is_file() else ""
     if log_dir is not None:
         (folder / "ncu_command.txt").write_text(shlex.join(cmd) + "\n")

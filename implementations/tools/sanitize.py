@@ -43,6 +43,7 @@ from ..core import IMPORT_ROOT
 from ..core.registry import LANGS, Variant, all_variants, config_label
 
 TOOLS = ("racecheck", "memcheck", "initcheck", "synccheck")
+CHILD_TIMEOUT_S = 600  # one rung, config and language under the tool: far above what a correct one takes
 DEFAULT_SIZE = (97, 61, 130)  # ragged in all three: edge masks run, and K spans several tiles (TILE 32: 5 steps)
 FIRST_LINES = 8  # report lines shown per launch
 _RACE_SUMMARY = re.compile(r"RACECHECK SUMMARY: (\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
@@ -176,7 +177,11 @@ def _check_one(tool: str, v: Variant, config: dict, impl: str, size: tuple[int, 
         return result
     log_file = folder / f"{_log_name(tool, v, config, impl)}.log"
     cmd = sanitizer_command(tool, v, config, impl, size, dtype, log_file, racecheck_report)
-    proc = subprocess.run(cmd, cwd=IMPORT_ROOT, capture_output=True, text=True)
+    try:
+        proc = subprocess.run(cmd, cwd=IMPORT_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
+    except subprocess.TimeoutExpired:  # a kernel that never finishes: this launch's result, not the run's end
+        result.note = f"timeout: no result within {CHILD_TIMEOUT_S} s; its process was ended"
+        return result
     text = log_file.read_text() if log_file.is_file() else ""
     child = read_child_output(proc.stdout)
     result.launched = bool(child.labels)
