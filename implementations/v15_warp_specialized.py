@@ -24,14 +24,15 @@ CUDA C and Triton side by side:
 
 | concept | CUDA C (kernels_cuda/v15_warp_specialized.cu) | Triton (v14's kernel, its knobs on) |
 |---|---|---|
-| producer / consumers | `if (warpgroup == 0)` ... `else` ..., by hand | not used: `tl.range(warp_specialize=True)` crashed Triton 3.6 on Hopper |
-| loads run ahead across tiles | the producer's loop over tiles and k-blocks | `tl.range(flatten=True)`: one pipeline over every (tile, k-block) |
+| producer / consumers | `if (warpgroup == 0)` ... `else` ..., by hand | not used (`warp_specialize=True`: see notes) |
+| loads run ahead of tiles | the producer's loop over tiles and k-blocks | `tl.range(flatten=True)` (FLATTEN) |
 | register split | `setmaxnreg.dec 40` / `setmaxnreg.inc 232` | none |
 | 128×256 tiles | two m64n256k16 warpgroups | BLOCK 128×256 among the candidates |
 | clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
 | tile order | grouped over cluster tiles, k downwards in every other round | GROUP_M in the persistent loop (v14's) |
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
-| search | the rung's candidates, timed by the shared search | the same; Triton's own `triton.autotune` would do it, the suite searches both languages with one timer |
+| search | the rung's candidates, timed by the shared search | the same; Triton's own `triton.autotune` would do it, |
+|  |  | the suite searches both languages with one timer |
 
 What Triton does for you: the pipeline, descriptors, layouts and wgmma, as in v14; with `flatten=True`
 the pipeliner treats the tile loop and the k-loop as one, so the next tile's first loads fly during
