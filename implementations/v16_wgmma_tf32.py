@@ -35,17 +35,16 @@ speed. The Cᵀ form is this rung's, in both languages.
 
 A trap on the CUDA side: wgmma reads a register operand *asynchronously*, until the wgmma.wait_group
 that retires it, but the compiler's liveness ends at the instruction. Waiting only for the previous
-k-block (v15's wait_group 1) lets ptxas load the next fragments into registers the running wgmmas still
-read: wrong results, different from run to run; keeping them alive with an empty asm makes ptxas
-serialise every wgmma. So each k-block waits for its own wgmmas (wait_group 0); the other consumer
+k-block (v15's wait_group 1) lets ptxas load the next fragments into registers the running wgmmas
+still read: wrong results. So each k-block waits for its own wgmmas (wait_group 0); the other consumer
 warpgroup's wgmmas keep the tensor cores busy meanwhile. Triton's pipeliner handles this itself.
 
 Constraints: tf32 (fp32 in and out) on sm_90a.
 
 What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS, with
 an error a little above cuBLAS's (only Bᵀ is rounded; A is left to the tensor core, which seems to
-truncate it). What limits it: the
-wait per k-block, scalar fragment loads with 2-way bank conflicts, no clusters (a pair would share A).
+truncate it). What limits it: the wait per k-block, scalar fragment loads with 2-way bank conflicts,
+no clusters (a pair would share A).
 
 Its story (measurements, what was tried): docs/notes/v16.md.
 """
