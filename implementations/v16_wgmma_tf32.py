@@ -2,13 +2,12 @@
 
 The idea. tf32 products (fp32 operands rounded to 10 mantissa bits, fp32 accumulation) are what cuBLAS
 runs for fp32 when TF32 is allowed; v13 does them with Ampere's mma.sync, far below cuBLAS. wgmma has a
-tf32 form, with a catch: a 32-bit operand in shared memory must be K-major (the transpose bits of the
-instruction exist for 16-bit types only). Row-major A is K-major; row-major B is not. Transposing B
-first would cost a pass over B (2·K·N·4 bytes) on every call. But wgmma's *first* operand may come
-from registers, in any layout the threads can load. So this rung computes Cᵀ = Bᵀ·Aᵀ: the first
-operand is Bᵀ, read from the swizzled B tile into the documented fragment layout (and rounded to tf32
-there); the second is Aᵀ, which must be K-major: A's rows are. The accumulators hold Cᵀ and are
-stored transposed.
+tf32 form, but a 32-bit operand in shared memory must be K-major (the transpose bits exist for 16-bit
+types only): row-major A is, row-major B is not, and transposing B would cost a pass over it
+(2·K·N·4 bytes) on every call. wgmma's *first* operand may come from registers, in any layout, so this
+rung computes Cᵀ = Bᵀ·Aᵀ: Bᵀ is read from the swizzled B tile into the documented fragment layout (and
+rounded to tf32 there), Aᵀ is K-major because A's rows are, and the accumulators hold Cᵀ, stored
+transposed.
 
 The rest is v15's machinery (producer and consumer warpgroups, setmaxnreg, the
 full/empty ring, the grouped persistent order, the TMA-store epilogue) on a 256×128 tile: each
