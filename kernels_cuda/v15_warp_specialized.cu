@@ -160,10 +160,11 @@ struct Schedule {
     }
 };
 
-// Where a CTA's time goes, for a probe: its SM, then the global timer (ns, comparable across SMs) and the
-// SM's cycle counter when its first consumer warpgroup starts and ends, and the cycle counter as it
-// finishes the multiplies of each of its first TIMELINE_TILES runs of k-blocks. Written by one thread
-// (the first consumer warpgroup's first), only when `stamps` is not null: a few stores per CTA.
+// Where a CTA's time goes, for `python -m implementations.tools.timeline`: its SM, then the global timer
+// (ns, comparable across SMs) and the SM's cycle counter when its first consumer warpgroup starts and
+// ends, and the cycle counter as it finishes the multiplies of each of its first TIMELINE_TILES runs of
+// k-blocks. Written by one thread (the first consumer warpgroup's first), only when `stamps` is not
+// null: a few stores per CTA.
 constexpr int TIMELINE_TILES = 11, TIMELINE_SLOTS = 5 + TIMELINE_TILES;
 
 struct Timeline {
