@@ -28,7 +28,7 @@ compiling one kernel per combination; with K and N multiples of 16 it can prove 
 floats are aligned and contiguous and emits 16-byte loads (`ld.global.v4`, or 16-byte `cp.async`
 once loads are pipelined). The knob is that specialization: the same kernel jitted with
 `do_not_specialize` on the strides and sizes loads 4 bytes at a time. `scripts/triton_knobs.py`
-times both and counts the vector loads in their PTX: without them Triton is several times slower.
+times both and counts the vector loads in their PTX: without them Triton is nearly three times slower.
 
 What it should reach: CUDA a little above v06. The Triton side is v06's launch again (same figures),
 shown here to compare with the CUDA step.

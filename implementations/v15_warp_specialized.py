@@ -24,7 +24,7 @@ CUDA C and Triton side by side:
 
 | concept | CUDA C (kernels_cuda/v15_warp_specialized.cu) | Triton (v14's kernel, its knobs on) |
 |---|---|---|
-| producer / consumers | `if (warpgroup == 0)` ... `else` ..., by hand | not used (`warp_specialize=True`: see notes) |
+| producer / consumers | `if (warpgroup == 0)` ... `else` ..., by hand | `warp_specialize=True`: crashed Triton 3.6 |
 | loads run ahead of tiles | the producer's loop over tiles and k-blocks | `tl.range(flatten=True)` (FLATTEN) |
 | register split | `setmaxnreg.dec 40` / `setmaxnreg.inc 232` | none |
 | 128×256 tiles | two m64n256k16 warpgroups | BLOCK 128×256 among the candidates |
