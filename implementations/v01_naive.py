@@ -21,10 +21,10 @@ what `threadIdx.x` is in CUDA. A program whose lanes walk a column of C (rows of
 issues the same scattered loads as the CUDA warp, so this is the honest Triton form of the
 uncoalesced mapping; v02 flips the axis in both languages.
 
-What it should reach: a few % of cuBLAS (fp32, TF32 off). The CUDA and Triton sides issue the same
-scattered loads, so they should land close to each other, bound by memory transactions, not flops.
-Measured (H100, 4096³, `python compare.py --rungs 1`): 1.0% of cuBLAS in both languages (276 ms
-CUDA C, 272 ms Triton, against 2.66 ms for cuBLAS).
+What it should reach: a few per cent of cuBLAS (fp32, TF32 off). The CUDA and Triton sides issue the
+same scattered loads, so they should land close to each other, bound by memory transactions, not flops.
+
+Its story (measurements, what was tried): docs/notes/v01.md.
 """
 
 import functools

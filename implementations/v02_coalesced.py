@@ -21,13 +21,12 @@ emits one wide load per warp for B's row; with v01's layout it cannot, because t
 are K apart. Coalescing is thus not something Triton does for you at this rung: it follows from the
 block you ask it to load, exactly as in CUDA it follows from which index `threadIdx.x` feeds.
 
-What it should reach: around 10% of cuBLAS fp32 on an H100 (siboehm's worklog: 8.5% on an A6000);
-the loads now hit L1/L2 well, but every flop still needs a load, so it stays far from the FMA units.
-Measured (H100, 4096³, `python compare.py --rungs 2`): CUDA C 12.2%, Triton 10.6% of cuBLAS, 12.7x
-and 10.8x faster than v01. The Triton side is the slower one, most likely because its program is one
-row of C: the CUDA block's 32 warps are 32 rows over the same 32 columns, so each B fragment they
-load is reused from L1 by 32 rows, where a Triton program reuses nothing but A's scalar (not yet
-profiled: Nsight Compute's L1 hit rates will tell).
+What it should reach: around a tenth of cuBLAS fp32 on an H100, an order of magnitude above v01
+(siboehm's worklog reaches a little less on an A6000); the loads now hit L1/L2 well, but every flop
+still needs a load, so it stays far from the FMA units. The Triton program is one row of C, so it
+shares less through L1 than the CUDA block's 32 rows over the same 32 columns.
+
+Its story (measurements, what was tried): docs/notes/v02.md.
 """
 
 import functools

@@ -34,9 +34,11 @@ blocking, which this CUDA rung does not have yet (one output per thread).
 So the Triton side runs well ahead of the CUDA side from this rung on; the CUDA ladder catches up
 with register blocking, vector loads and cp.async in the next rungs.
 
-What it should reach: the CUDA side near 15-20% of cuBLAS fp32 at TILE 32 (one shared-memory load per
-FMA still limits it), TILE 16 a little less. Measured (H100, 4096³, `python compare.py --rungs 3`):
-CUDA C 15.8% (TILE 16) and 17.5% (TILE 32); Triton 21.0% and 56% (55.8-56.2% over three runs).
+What it should reach: the CUDA side about a sixth of cuBLAS fp32 at TILE 32 (one shared-memory load
+per FMA still limits it), TILE 16 a little less; the Triton side, register-blocked already, several
+times that at TILE 32.
+
+Its story (measurements, what was tried): docs/notes/v03.md.
 """
 
 import functools

@@ -29,14 +29,14 @@ CUDA C and Triton side by side:
 | this kind            |                                           | or writes out of bounds), a `tl.program_id` to  |
 |                      |                                           | tile mapping that skips or repeats tiles        |
 
-Where the race shows (H100, `python scripts/race_survey.py`, 10 fresh runs per cell): the CUDA side
-was wrong 10/10 at every size from 17×33×5 to 4096³, for TILE 16 and 32 (with TILE 32 the error is
-often NaN: a warp read shared memory that no thread of this block had written yet). The Triton side
-was wrong 10/10 from 64³ up and right 10/10 at 17×33×5: there K = 5 fits in one K tile, so three of
-the four programs of a tile have nothing to add and finish before the one that does, and no update
-is lost. The GPU tests therefore check 1024³ and 4096³, five fresh runs each. Triton's CPU
-interpreter runs programs one after another, so there the Triton side always gives the right
-answer, and the CPU tests assert exactly that: a race cannot show when nothing runs concurrently.
+Where the race shows: on a GPU the CUDA side goes wrong at every size, the Triton side once K spans
+more than one K tile per program (with a single tile, the programs that have nothing to add finish
+before the one that does, and no update is lost); so the GPU tests check large sizes, several fresh
+runs each. Triton's CPU interpreter runs programs one after another, so there the Triton side always
+gives the right answer, and the CPU tests assert exactly that: a race cannot show when nothing runs
+concurrently.
+
+Its story (measurements, what was tried): docs/notes/v04.md.
 """
 
 import functools

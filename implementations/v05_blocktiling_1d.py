@@ -23,11 +23,11 @@ CUDA v03's 32). What the CUDA programmer chooses here by hand (outputs per threa
 thread count) is, in Triton, the block shape and `num_warps`. Both sides run without software
 pipelining (`num_stages=1`) until v09 adds it to the CUDA side.
 
-What it should reach: roughly twice v03's CUDA speed (siboehm's worklog: 2.7×), some 35-45% of
-cuBLAS fp32; the Triton side near its v03 TILE 32 figure. Measured (H100 80GB HBM3, 4096³ fp32,
-`python compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C 8.32 ms, 32.0% (1.8× v03
-TILE 32); Triton 5.26 ms, 50.7%, a little below its v03 TILE 32 (56%, which also had `num_stages`
+What it should reach: roughly twice v03's CUDA speed (siboehm's worklog: 2.7×), some two fifths of
+cuBLAS fp32; the Triton side near its v03 TILE 32 figure (a little below: v03 also had `num_stages`
 pipelining on).
+
+Its story (measurements, what was tried): docs/notes/v05.md.
 """
 
 import numpy as np

@@ -22,12 +22,10 @@ its accumulator across threads, and the rung is v03's kernel with a bigger block
 What's still slow on the CUDA side: A's tile is stored row-major, so a thread's TM values of one k
 are BK floats apart and come in one 4-byte load at a time (v07 transposes it and uses float4).
 
-What it should reach: some 60-70% of cuBLAS fp32 on the CUDA side (siboehm: 68.7% on an A6000).
-Measured (H100 80GB HBM3, 4096³ fp32, `python compare.py`, same run as cuBLAS with TF32 off at 2.662
-ms): CUDA C 5.15 ms, 51.7%; Triton 3.87 ms, 68.8%. Nsight Compute (scripts/fp32_evidence.sh) shows
-what holds the CUDA side back: 268 M of its 671 M shared-memory load wavefronts are bank conflicts
-(A read a float at a time, BK apart; B read 8 floats per lane), and only 43% of the FMA pipe's
-cycles are used.
+What it should reach: on the CUDA side about two thirds of cuBLAS fp32 (where siboehm's worklog
+lands on an A6000), held back by shared-memory bank conflicts that v07 and v08 take on.
+
+Its story (measurements, what was tried): docs/notes/v06.md.
 """
 
 import numpy as np

@@ -9,8 +9,7 @@ served at a time, so it is 8 lanes that must not collide). v07 has two such conf
 - reads of B: lane t reads `b_tile[k][8t .. 8t+7]`, so the 8 lanes served together span 64 floats
   and lanes t, t+4 share banks: 2-way. Here a thread's 8 columns are two float4 chunks BN/2 apart
   (lane t reads `[4t ..]` and `[64 + 4t ..]`), so the 8 lanes read 32 consecutive floats.
-The evidence is Nsight Compute's bank-conflict counters for v07 and v08, both languages
-(`scripts/fp32_evidence.sh`; figures below and in docs/results/).
+The evidence is Nsight Compute's bank-conflict counters for v07 and v08, in both languages.
 
 CUDA C and Triton side by side:
 
@@ -29,26 +28,14 @@ What Triton did for you: less than one might expect. Triton swizzles shared memo
 layout analysis asks for it (tensor-core operands above all), but for this fp32 FMA `tl.dot` the
 TTGIR shows `#ttg.swizzled_shared<{vec = 1, perPhase = 1, maxPhase = 1, order = [1, 0]}>`: no
 swizzle (`scripts/triton_knobs.py` prints it for v10's launch). Its loads are conflict-free anyway,
-thanks to the operand layout it picked (11 K conflicts in 403 M wavefronts);
-its shared-memory stores at num_stages=1 are not (5.6 M conflicts in 39.7 M wavefronts), and there
+thanks to the operand layout it picked; its shared-memory stores at num_stages=1 are not, and there
 is no knob to change that. Once loads are pipelined (v09) the stores become cp.async and ncu counts
 no conflicts. So the Triton side is v06's launch again.
 
 What it should reach: a few percent above v07 on the CUDA side (store conflicts cost less than their
-count suggests: stores are few next to the FMAs). Measured (H100 80GB HBM3, 4096³ fp32, `python
-compare.py`, same run as cuBLAS with TF32 off at 2.662 ms): CUDA C 4.61 ms, 57.7% (+5% over v07);
-Triton 3.86 ms, 68.9%. Nsight Compute (`scripts/fp32_evidence.sh`, 4096³):
+count suggests: stores are few next to the FMAs); the load conflicts gone, the store conflicts mostly.
 
-| shared memory, whole kernel      | v07 CUDA | v08 CUDA | v08 Triton (= v06/v07 Triton) |
-|----------------------------------|----------|----------|-------------------------------|
-| load wavefronts                  | 671 M    | 403 M    | 403 M                         |
-| load bank conflicts              | 268 M    | 1.9 K    | 11 K                          |
-| store wavefronts                 | 53.5 M   | 37.1 M   | 39.7 M                        |
-| store bank conflicts             | 19.9 M   | 3.6 M    | 5.6 M                         |
-
-The load conflicts are gone, and the store conflicts fell by 82%. The 3.6 M left (under one per warp
-and tile) are not from the A stores, which are conflict-free by the arithmetic above; they come
-with the B float4 stores (not investigated further).
+Its story (measurements, what was tried): docs/notes/v08.md.
 """
 
 import numpy as np

@@ -30,34 +30,17 @@ The Triton side is v09's computation with the block routine split out for v11; i
 pointers along K instead of recomputing them, as Triton's tutorial does.
 
 The k-loop body has no branch, and that is a lesson of its own: ptxas schedules instructions within
-a basic block. An earlier version tested the rows' alignment (a kernel argument) and "is there a
-tile left to load?" inside the loop; each test cut the unrolled body, and the copies' address
-arithmetic (~90 instructions with fixed-latency stalls summing ~200 cycles) ran as a serial prologue
-before each tile's first FMA. Now alignment is a template parameter (the launcher picks the
-instantiation) and copies past K are issued zero-filled. The blocks per SM the tile is built for go
-into `__launch_bounds__` (`blocks_per_sm`): ptxas schedules differently once told.
+a basic block. A test inside the loop (are the rows aligned? is there a tile left to load?) cuts the
+unrolled body, and the copies' address arithmetic then runs as a serial prologue before each tile's
+first FMA. So alignment is a template parameter (the launcher picks the instantiation) and copies
+past K are issued zero-filled. The blocks per SM the tile is built for go into `__launch_bounds__`
+(`blocks_per_sm`): ptxas schedules differently once told. The same loop serves v11's larger tiles,
+which gain from it more than this one.
 
-What it should reach: CUDA some 80-95% of cuBLAS fp32 (siboehm: 93.7% on an A6000). Measured (H100
-80GB HBM3, 4096³ fp32, `compare.py --rungs 1-11 --rounds 3`, same run as cuBLAS with TF32 off at
-2.648 ms): CUDA C 3.27 ms, 81.0%; Triton 3.20 ms, 82.6%, the same as its v09 launch (the same
-computation). **This tile lost 4 points to the branch-free loop** that v11's 128×256 tile gained 5
-from (85.3% before, docs/results/h100_fp32_loop_probe.txt). With two blocks per SM the other block's
-FMAs had covered one block's serial copy prologue; moved in among its own FMAs, the copy code's
-integer work collides with them. Nsight Compute's source counters put the dispatch stalls on a few
-instructions: the FFMA after an IMAD.WIDE (a 64-bit multiply, which holds the FMA pipe), a uniform-
-datapath USEL and an ISETP on a uniform register; issue slots busy 79% against 85% before
-(docs/results/h100_ncu_fp32_loop.md). Carrying the copy pointers as 64-bit adds won back 3 of the 4
-points here, but cost v11's tile 3, so it was not kept. The ladder keeps the drop visible rather
-than giving v10 its own copy of the loop.
+What it should reach: CUDA most of cuBLAS fp32, a little short of it (siboehm's warptiling kernel
+comes close to cuBLAS on an A6000); Triton about its v09 figure (the same computation).
 
-Triton's knob: num_warps 8 gives the accumulator layout sizePerThread=[4, 4], threadsPerWarp=[1, 32],
-warpsPerCTA=[8, 1] and 3.23 ms; num_warps 4 gives warpsPerCTA=[4, 1], 255 registers and 4.23 ms
-(`scripts/triton_knobs.py`). An earlier version of this block routine, with the copies' addresses
-recomputed each tile and no fragment double buffering, ran at 63.9%: on this GPU the two together
-are worth a third. Tried and dropped: an XOR-swizzled A tile instead of the padded one
-(conflict-free too, and with no wasted bytes a 128×256×8 tile fits four stages in 48 KB) ran 6%
-slower here (3.31 ms), the XOR costing an instruction per fragment read, and in v11 the fourth stage
-bought nothing (3.05 ms against 3.04 for three, in that slower build).
+Its story (measurements, what was tried): docs/notes/v10.md.
 """
 
 import functools

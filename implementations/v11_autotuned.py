@@ -1,17 +1,19 @@
 """v11 autotuned: v10's block routine in an L2-friendly block order, its tile sizes chosen by measurement.
 
-The idea. Two changes, neither touching the inner loop.
+The idea. Two changes, neither touching v10's inner loop, and on the Triton side a second kernel.
 - Block order. Blocks start roughly in launch order. Row-major order runs, at any moment, blocks
   from a few block rows and *all* block columns, so each column panel of B is read from DRAM again
   for every block row. Grouped order walks GROUP_M = 8 block rows column by column: the blocks in
   flight share 8 row panels of A and a few column panels of B, which stay in L2.
 - Tile sizes. The best BM, BN, BK, warp tile and pipeline depth depend on the GPU (SMs, registers,
   shared memory) and on the shape (a 4096² C in 128×128 tiles is 1024 blocks: 3.9 waves of 2 blocks
-  on 132 SMs, and the last wave is partly idle). So they are searched, not guessed: both sides
-  compile every candidate below, time each on the actual operands at the first call for a device and
-  shape, cache the winner in memory for that key, and report it (the note column of compare.py).
-  The candidates include the v10 tile without grouping (GROUP_M = 1), so the search itself shows what
-  grouping is worth.
+  on 132 SMs, the last partly idle). So they are searched, not guessed: the rung declares its
+  candidates, and the shared search (implementations/core/search.py) times them at the first call
+  per device and shape and reports the choice, for both languages. v10's tile in row-major order
+  (GROUP_M = 1) is one of them, so the search itself shows what grouping is worth.
+- Gluon. `tl.dot` in ieee fp32 lowers to FMAs over a default layout that cannot be chosen, and stays
+  short of the CUDA tile. So the Triton side adds a Gluon kernel (`triton.experimental.gluon`, the same
+  compiler with layouts and pipeline written out): the CUDA kernel's structure, phase for phase.
 
 CUDA C and Triton side by side:
 
@@ -20,11 +22,11 @@ CUDA C and Triton side by side:
 | the block routine   | v10's `warptile_block`, `#include`d           | v10's `block_tile`, imported and called     |
 | grouped order       | `autotuned<..., GROUP_M>`: blockIdx.x ->      | the same arithmetic on `tl.program_id(0)`   |
 |                     | (block_m, block_n), a 1-D grid                | (as in Triton's matmul tutorial)            |
-| the search space    | CUDA_CANDIDATES: template instantiations,     | TRITON_CONFIGS: `triton.Config`s of block   |
-|                     | each compiled by NVRTC on first use           | sizes, GROUP_M, num_warps, num_stages       |
-| search and cache    | `search_fastest`: do_bench each candidate,    | `@triton.autotune(key=["M", "N", "K"])`:    |
-|                     | keep the fastest per (device, M, N, K)        | the same, built in                          |
-| report              | `TunedRun.chosen()`                           | the autotuner's `best_config`               |
+| the candidates      | template instantiations, each compiled by     | `tl.dot` configs (block sizes, GROUP_M,     |
+|                     | NVRTC on first use                            | num_warps, num_stages) and Gluon tiles      |
+| search and report   | the shared search, at the first call per      | the same search: Triton's own               |
+|                     | device and shape                              | `triton.autotune` would do the same; the    |
+|                     |                                               | suite searches both languages with one timer|
 | warp/lane tiling    | `warptile_block`'s index arithmetic           | Gluon: `acc_layout`, a `BlockedLayout`      |
 | cp.async pipeline   | `cp_async4/16`, commit, wait, `__syncthreads` | Gluon: `async_copy`, `commit_group`,        |
 |                     |                                               | `wait_group`, a barrier                     |
@@ -32,84 +34,17 @@ CUDA C and Triton side by side:
 | conflicts           |                                               | `SharedLinearLayout` (a padded one does not |
 |                     |                                               | lower on NVIDIA in Triton 3.6)              |
 
-Under Triton's interpreter there is nothing to time: the launcher runs the first config (the CPU
-tests run every config on awkward shapes, so whichever one a GPU picks has been checked). On a GPU the
-autotuner's winner then races the Gluon kernel's tiles (below), and the faster one runs.
+What Triton did for you here: with `tl.dot`, the layouts and the pipeline, as in v10; with Gluon, the
+compilation only: what matches the CUDA tile is written out, layouts, copies, waits and barriers.
 
-What it should reach: the aim is at least 95% of cuBLAS fp32 on an H100 at 4096³ on both sides.
-Measured (H100 80GB HBM3, 4096³ fp32, `compare.py --rungs 1-11 --rounds 3`, same run as cuBLAS with
-TF32 off at 2.644 ms): **CUDA C 2.758 ms, 95.8%** (BM=128 BN=256 BK=8 WM=64 WN=64 STAGES=3 GROUP_M=8;
-96.4% in the session before; the row-major candidate, v10's 128×128 tile, 3.226 ms); **Triton 2.746 ms,
-96.3%**, the Gluon kernel's 128×256×8 tile with two stages (`tl.dot`'s best, BLOCK 64×128×32 with 4 warps
-and 4 stages: 3.131 ms, 84.4%). Size sweep 256-8192 (docs/results/h100_fp32_sweep.md): CUDA 95.8-97.9%
-of cuBLAS from 2048³ to 8192³, 104% at 1024³; Triton 96.2-97.8% at 2048³, 4096³, 6144³ and 8192³ with
-Gluon's 128×256 tile, 104.0% at 3072³ with its 64×128 tile (cuBLAS dips to 45 TFLOP/s there), 105% at
-1024³ where a `tl.dot` tile wins.
+Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot` candidate runs,
+untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
+spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
 
-How the CUDA side got from 91.4% to 96.5% (docs/results/h100_fp32_loop_probe.txt, every tile built
-from the old and new sources in one process, interleaved rounds): v10's block routine lost the
-branches in its k-loop body (v10's docstring; the 128×256 tile 91.2% → 92.4%), and the blocks per SM
-it is built for are now declared in `__launch_bounds__` (92.4% → 96.4%; the SASS has the same
-instructions in another order). Before, against cuBLAS's own kernel (sm80_xmma 256×128×8 FFMA, 8
-warps per SM like ours) the instruction mix was as lean (88% FFMA) but the issue slots were busy 84%
-of cycles against 90%, lost to fixed-latency waits (0.11 per issued instruction against 0.01: the
-copy prologue) and dispatch stalls (0.22 against 0.10). Now (docs/results/h100_ncu_fp32_loop.md):
-issue slots busy 86.4%, the FMA pipe 78.2% against cuBLAS's 79.8%, waits 0.03, dispatch stalls
-0.26. What is left is in ptxas's schedule, which cuBLAS's kernel controls at the SASS level.
-Tried and dropped earlier (docs/results/h100_v11_copy_schedule_probe.txt): the next tile's copies
-spread a pass per k-step by hand, 77.6% (255 registers); BK = 16 in dynamic shared memory, 87%;
-four or five stages, 90.9%.
+What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both
+languages (the Triton side through its Gluon kernel).
 
-The Triton side, `tl.dot`, is held back by its FMA path: in ieee fp32 it lowers to FMAs over
-Triton's default accumulator layout (there is no layout choice for the FMA path, as there is for the
-tensor core ones), and it issues more shared loads per FMA than the CUDA tile (168 M against 101 M at
-4096³, docs/results/h100_ncu_fp32.md; issue 78%, dispatch 0.60 per instruction). Its search space is
-not the limit: 252 configs timed at 4096³ (`scripts/triton_config_sweep.py`,
-docs/results/h100_triton_config_sweep.txt) top out at 85.9%.
-
-So the Triton side has a second kernel, in Gluon (`triton.experimental.gluon`), Triton's lower-level
-language: the same compiler, with the layouts and the pipeline written by the programmer. It is the
-CUDA kernel's structure, phase for phase: `acc_layout` is the warp and lane tiling (a lane holds 4×4
-blocks of C, a warp's 32 lanes a 4×8 grid of them, repeated over the tile: 16×8 accumulators per lane
-for 64×64 warps); A is transposed as it is copied, so that a lane reads its rows as float4s; the
-copies are `cp.async` with one commit group per tile, a wait and a barrier, as in CUDA; the fragments
-of step k+1 are read before the FMAs of step k (`gl.fma` on broadcast operands: the outer product).
-Measured steps (H100, 4096³, docs/results/h100_gluon_probe.txt, which keeps the uncommitted intermediate
-forms' runs too): 83% with fragments read right before use (Nsight Compute: short-scoreboard stalls on
-the first FMAs after each barrier); read a step ahead, its SASS had three barriers per tile, because
-Triton's barrier analysis cannot tell stage kt % STAGES from (kt-1) % STAGES of one allocation and
-fences every copy against every shared read; with even and odd tiles in two allocations (a trip of the
-loop takes one of each), one barrier per tile and 87.5%; 4 lanes along k in A's copy (88.4%); a fast
-path (EVEN) when the tiles divide M, N and K, masking only past K: 255 → 220 registers, 89.9%; loop trips
-that start halfway through a tile (TRIP_START=4): 93.7%. With trips that start at a tile, the second
-tile's barrier was the last instruction of the loop body, and ptxas had hoisted every FMA of that tile's
-last step above it: after it the warps had only the next fragments' reads to issue, and FMAs that waited
-for them (Nsight Compute: issue slots busy 77% → 80%). Then the FMAs waited on their shared-memory reads
-(short-scoreboard stalls 0.23 per issued instruction against CUDA's 0.04), most of them two steps after a
-tile's copies start, when A's 4-byte transposing copies land: 11 shared-memory wavefronts per copy
-instruction, a 4-way bank conflict, where CUDA pads each row of its tile. Gluon has no padded tile on
-NVIDIA in Triton 3.6 (the padded layout does not lower, a shared tile's shape must be a power of two, and
-a swizzle that moves k cannot be sliced one k-row at a time), but a `SharedLinearLayout` can place every
-bit of the offset: `a_tile_layout`, 96.7% in the probe (96.3% in the ladder run). Its copies take 8
-wavefronts per instruction and its reads are at ncu's ideal; short-scoreboard stalls 0.11, issue slots
-busy 83.0% (docs/results/h100_ncu_gluon.md). The search (GLUON_CANDIDATES) picks 128×256 with two stages
-at 4096³. What is left to cuBLAS (issue slots busy 90.1%): the FMAs still wait on shared memory more than
-CUDA's (short-scoreboard 0.11 against 0.04; CUDA copies 4 rows × 8 k per instruction, and the same in
-Gluon, A_K_LANES = 8 with its own conflict-free layout, is 0.8 points slower: h100_gluon_probe.txt,
-section 13), and ptxas's schedule, as on the CUDA side: dispatch stalls 0.33 per issued instruction (CUDA
-0.26, cuBLAS 0.10). Tried and not kept
-(h100_gluon_probe.txt, sections 7-9 and 12): A K-major, copied 16 bytes per lane with its rows permuted so
-that reads are conflict-free too. Its copies cost what CUDA's do, but a lane must then hold 4 k of its 16
-rows (64 registers: 255 in all), and the FMAs waited on each chunk's 16 reads: 91.7%, 92.8% with each
-chunk read in halves over two steps. And `a_tile_layout` with m = 16 XORed into k's offsets as well
-(section 12): mixed, 96.0% against 96.7% for the 128×256 S=2 tile, 94.9% against 93.9% with S=4, and on
-the ragged shape its 64×128 tile kept 139 registers where the committed form's takes 128 and spills 2
-bytes (in Triton 3.6; 69.2% against 63.5%, and the search picks 128×128 there); Triton 3.9's ptxas
-spilled its 64×128 edge-masked compile. The reads need only m = 8 moved.
-
-Gluon has no interpreter: the CPU tests compile every Gluon candidate ahead of time for sm_80 and sm_90
-(`compile_gluon`, `gluon_report`: no spills, with the 16-byte-aligned operands it assumes), check
-`a_tile_layout`'s banks, and the GPU tests check each candidate on ragged shapes.
+Its story (measurements, what was tried): docs/notes/v11.md.
 """
 
 import dataclasses

@@ -28,9 +28,9 @@ num_stages=1 (no software pipelining), like the CUDA side's synchronous copies; 
 bf16 is GPU-only in the tests: Triton's interpreter computes with numpy, which has no bf16 type.
 
 What it should reach: WMMA with synchronous copies and a shared-memory epilogue is far from the
-tensor cores' peak (roughly 20-35% of cuBLAS on an H100): the copies and the barriers are not
-overlapped with the math, and WMMA compiles to mma.sync, which on Hopper runs at about half of wgmma's
-rate. Measured figures are in the README's tensor-core table.
+tensor cores' peak (roughly a fifth to a third of cuBLAS on an H100): the copies and the barriers are
+not overlapped with the math, and WMMA compiles to mma.sync, which on Hopper runs at about half of
+wgmma's rate. The measured figures stand beside this on the lesson page and in the tensor-core tables.
 """
 
 import functools

@@ -30,17 +30,11 @@ three times the cost) and IEEE fp32.
 
 What it should reach: mma.sync runs at about half of wgmma's rate on Hopper (it is Ampere's
 instruction), so on an H100 this rung should stay well under cuBLAS, which uses wgmma; on an A100 the
-same kernel is the fast path. Measured (H100 80GB HBM3, same run as cuBLAS at each precision):
-- fp16/bf16: CUDA C 32-40% of cuBLAS (237-273 TFLOP/s), Triton 75-80%: Triton compiles this same
-  `tl.dot` to wgmma on Hopper, the CUDA side stays on mma.sync.
-- tf32 at 4096³: both far under the issue's 90% aim, CUDA C 22.6% and Triton 21.9% of cuBLAS TF32
-  (1.65 and 1.70 ms against 0.373 ms). cuBLAS runs tf32 on wgmma; here the CUDA side is mma.sync with
-  scalar fragment loads and a cvt per element, and Triton (BLOCK_K = 16, B row-major) does not reach
-  wgmma either. Not fixed: wgmma reads tf32 operands K-major only, so a wgmma tf32 rung needs B
-  transposed in shared memory or C computed as (Bᵀ·Aᵀ)ᵀ with Bᵀ from registers.
-- Accuracy (docs/results/h100_tf32_accuracy.txt, 4096³): cuBLAS TF32 and the CUDA kernel 2.9e-4
-  (round to nearest); Triton's tf32 7.8e-4, consistent with truncating the operands instead; Triton's
-  tf32x3 2.4e-7 at 2.3× the tf32 time; IEEE fp32 1.2e-6.
+same kernel is the fast path. On an H100 the Triton side compiles the same `tl.dot` to wgmma for
+fp16/bf16 and runs far ahead; for tf32 neither side reaches wgmma here (wgmma reads tf32 operands
+K-major only, and B is row-major: v16 is the way round).
+
+Its story (measurements, what was tried): docs/notes/v13.md.
 """
 
 import numpy as np

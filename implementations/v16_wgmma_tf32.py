@@ -1,60 +1,51 @@
 """v16 wgmma tf32: fp32 matrices on Hopper's tensor cores at wgmma speed, by computing Cᵀ = Bᵀ·Aᵀ.
 
 The idea. tf32 products (fp32 operands rounded to 10 mantissa bits, fp32 accumulation) are what cuBLAS
-runs for fp32 when TF32 is allowed. v13 does them with Ampere's mma.sync at a quarter of cuBLAS's speed.
-wgmma has a tf32 form, with a catch: a 32-bit operand in shared memory must be K-major (the transpose
-bits of the instruction exist for 16-bit types only). Row-major A is K-major; row-major B is not.
-- Transposing B first costs a pass over B (2·K·N·4 bytes, about 0.05 ms at 4096² on an H100 with a
-  good transpose, 0.14 ms with torch's) on every call.
-- wgmma's *first* operand may come from registers instead, in any layout the threads can load. So
-  this rung computes Cᵀ = Bᵀ·Aᵀ: the first operand is Bᵀ, read from the swizzled B tile into the
-  documented fragment layout (and rounded to tf32 there); the second is Aᵀ, which must be K-major: A's
-  rows are. The accumulators hold Cᵀ and are stored transposed.
-The rest is v15's machinery (producer and consumer warpgroups, setmaxnreg, the full/empty ring, the
-grouped persistent order) on a 256×128 tile: each consumer warpgroup computes 64 columns of C for 256
-rows with m64n256k8.
+runs for fp32 when TF32 is allowed; v13 does them with Ampere's mma.sync, far below cuBLAS. wgmma has a
+tf32 form, but a 32-bit operand in shared memory must be K-major (the transpose bits exist for 16-bit
+types only): row-major A is, row-major B is not, and transposing B would cost a pass over it
+(2·K·N·4 bytes) on every call. wgmma's *first* operand may come from registers, in any layout, so this
+rung computes Cᵀ = Bᵀ·Aᵀ: Bᵀ is read from the swizzled B tile into the documented fragment layout (and
+rounded to tf32 there), Aᵀ is K-major because A's rows are, and the accumulators hold Cᵀ, stored
+transposed.
+
+The rest is v15's machinery (producer and consumer warpgroups, setmaxnreg, the
+full/empty ring, the grouped persistent order, the TMA-store epilogue) on a 256×128 tile: each
+consumer warpgroup computes 64 columns of C for 256 rows with m64n256k8. The rung declares a few
+candidates, and the shared search times them at the first call per device and shape.
 
 CUDA C and Triton side by side:
 
 | concept | CUDA C (kernels_cuda/v16_wgmma_tf32.cu) | Triton (below) |
 |---|---|---|
-| Cᵀ = Bᵀ·Aᵀ | accumulators indexed as Cᵀ, stored transposed | `tl.dot(round_to_tf32(b.T), a.T)`, stored |
-|  |  | through transposed pointers |
-| Bᵀ in registers | four scalar loads per k8 step from the | the operand is computed (rounded), so the |
-|  | swizzled tile, `wgmma ... {a0..a3}, b-desc` | compiler feeds wgmma from registers |
-| tf32 rounding | `cvt.rna.tf32.f32` on each fragment element | integer add and mask (round to nearest, |
-|  |  | ties away: what cvt.rna computes) |
+| Cᵀ = Bᵀ·Aᵀ | accumulators indexed as Cᵀ, stored transposed | `tl.dot(round_to_tf32(b.T), a.T)` |
+| Bᵀ in registers | 4 scalar loads per k8 step, `wgmma ... {a0..a3}, b-desc` | computed (rounded): fed from registers |
+| tf32 rounding | `cvt.rna.tf32.f32` per fragment element | integer add and mask (nearest, ties away) |
 | Aᵀ from shared memory | TMA box 32 k × 256 rows, K-major descriptor | `a_desc.load`, `.T` is a view |
 | pipeline, roles | v15's producer/consumers, by hand | `num_stages`, as v14 |
-| epilogue | transposed into swizzled shared memory, TMA store | `tl.store` through transposed pointers |
-| search | CUDA_CANDIDATES, `search_fastest` (v11) | `triton.autotune` over TRITON_CONFIGS |
+| epilogue | transposed into swizzled staging, TMA store (N % 4 == 0) | `tl.store`, transposed pointers |
+| search | the rung's candidates, timed by the shared search | the same; Triton's own `triton.autotune` would do it, |
+|  |  | the suite searches both languages with one timer |
 
 What Triton does for you, and what it does not: given `tl.dot(a, b)` on fp32 with tf32 precision it
 also emits wgmma, but it meets B's N-major tile by copying it through registers into a second, K-major
-shared-memory buffer every k-step and waiting for each wgmma before the next: 19-21% of cuBLAS at
-4096³ on an H100 (v14's kernel on fp32, scripts/probe_hopper.py). The Cᵀ form is this rung's, in both
-languages. Transposing B with torch first would cost 0.142 ms per call at 4096², 39% of cuBLAS's time.
+shared-memory buffer every k-step and waiting for each wgmma before the next: a fraction of cuBLAS's
+speed. The Cᵀ form is this rung's, in both languages.
 
-A trap on the CUDA side, and what it costs: wgmma reads a register operand *asynchronously*, until the
-wgmma.wait_group that retires it, but the compiler's liveness ends at the instruction. With v15's
-"wait for the previous k-block only" (wait_group 1), ptxas loaded the next fragments into the very
-registers the running wgmmas were reading (SASS: LDS into R152-R167 with one group in flight): wrong
-results, different from run to run. Keeping the old fragments alive with an empty asm after the wait
-makes ptxas serialise every wgmma instead (warning C7513). So each k-block waits for its own wgmmas
-(wait_group 0) before the next fragments are loaded; the other consumer warpgroup's wgmmas keep the
-tensor cores busy meanwhile. Triton's pipeliner handles this itself.
+A trap on the CUDA side: wgmma reads a register operand *asynchronously*, until the wgmma.wait_group
+that retires it, but the compiler's liveness ends at the instruction. Waiting only for the previous
+k-block (v15's wait_group 1) lets ptxas load the next fragments into registers the running wgmmas
+still read: wrong results. So each k-block waits for its own wgmmas (wait_group 0); the other consumer
+warpgroup's wgmmas keep the tensor cores busy meanwhile. Triton's pipeliner handles this itself.
 
-The epilogue is v15's: C goes through a swizzled staging buffer, transposed on the way in, and out
-by TMA stores (from registers when N % 4 != 0).
+Constraints: tf32 (fp32 in and out) on sm_90a.
 
-What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS.
-Measured at 4096³ (H100 80GB HBM3, same run as cuBLAS TF32, docs/results/h100_tc_tf32.md): CUDA C
-92.7%, Triton 91.7% (91.4% and 91.4%, 92.2% and 91.6%, 92.8% and 90.8% in earlier runs). Before the TMA-store epilogue
-the CUDA side was at 91.1% (Triton 89.3% in that run, 90.7-92.6% in others); with CUDA-graph timing it
-was 99.5% and Triton 93.9%. Error 4.7e-4 against cuBLAS's 2.9e-4, consistent with A being truncated to
-tf32 by the tensor core (only Bᵀ is rounded here) where cuBLAS rounds both. What limits it: the wait
-per k-block, scalar fragment loads with 2-way bank conflicts, and no clusters (v15's pairs share B;
-here a pair would share A).
+What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS, with
+an error a little above cuBLAS's (only Bᵀ is rounded; A is left to the tensor core, which seems to
+truncate it). What limits it: the wait per k-block, scalar fragment loads with 2-way bank conflicts,
+no clusters (a pair would share A).
+
+Its story (measurements, what was tried): docs/notes/v16.md.
 """
 
 from typing import NamedTuple

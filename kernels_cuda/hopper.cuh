@@ -41,7 +41,7 @@ __device__ __forceinline__ void mbar_arrive(u64* bar) {
 // An arrival on the barrier at the same offset in CTA `cta` of this cluster (possibly this CTA).
 // Release at CTA scope (the default), as CUTLASS's cluster barrier does: what the arrival must order
 // are the consumers' wgmma reads, already complete at wgmma.wait_group. `.release.cluster` compiles to
-// MEMBAR.ALL.GPU before every arrival, which halved the speed of v15's cluster candidates.
+// MEMBAR.ALL.GPU before every arrival, which costs the cluster candidates dearly (docs/notes/v15.md).
 __device__ __forceinline__ void mbar_arrive_cluster(u64* bar, unsigned cta) {
     asm volatile(
         "{\n.reg .b32 remote;\nmapa.shared::cluster.u32 remote, %0, %1;\n"

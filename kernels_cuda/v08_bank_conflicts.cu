@@ -11,8 +11,7 @@
 // - Reads of B: in v07 lane t reads b_tile[k][8t .. 8t+7] as two float4, so 8 lanes span 64 floats and
 //   lanes t and t+4 share banks: 2-way. Here a thread's TN columns are TN/4 float4 chunks BN·4/TN apart
 //   (lane t reads [4t .. 4t+3] and [BN/2 + 4t ..]), so 8 lanes read 32 consecutive floats.
-// The evidence: Nsight Compute's shared-memory bank-conflict counters for v07 and v08
-// (scripts/fp32_evidence.sh).
+// The evidence: Nsight Compute's shared-memory bank-conflict counters for v07 and v08 (docs/notes/v08.md).
 #include "common.cuh"
 
 template <int BM, int BN, int BK, int TM, int TN>

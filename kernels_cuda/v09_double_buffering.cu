@@ -15,7 +15,7 @@
 #include "common.cuh"
 
 // __launch_bounds__(threads, 2): at most 128 registers per thread, so that two blocks fit on an SM
-// (unbounded, ptxas takes 153 and only one fits).
+// (unbounded, ptxas takes more and only one fits).
 template <int BM, int BN, int BK, int TM, int TN>
 __global__ void __launch_bounds__(BM * BN / (TM * TN), 2)
     double_buffering(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M, int N,

@@ -23,9 +23,7 @@
 // 128×128 with an 8-deep k step (one block's FMAs run while the other waits at its barrier), else
 // one: larger tiles hold 128 accumulators per thread, and a 16-deep step's unrolled fragment reads
 // need more than the 128 registers two blocks of 256 threads leave (it spills on sm_80). ptxas
-// schedules the loop differently once it is told: the 128×256 tile ran 4% faster with the 1 spelled
-// out than left implicit, v11's 128×128 tile of 64×64 warps 9% faster with the 2 (H100,
-// scripts/fp32_loop_probe.py).
+// schedules the loop differently once it is told (the same instructions, in another order).
 template <int BM, int BN, int BK>
 constexpr int blocks_per_sm() {
     return BM * BN <= 128 * 128 && BK == 8 ? 2 : 1;

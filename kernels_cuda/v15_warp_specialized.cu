@@ -8,7 +8,8 @@
 // grid = CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic
 // shared memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. With STREAM_K, `partials`
 // holds BM × BN floats per CTA of the grid and `flags` two zeroed ints per CTA (left zeroed). `timeline`:
-// null, or TIMELINE_SLOTS stamps per CTA (see Timeline; scripts/v15_timeline.py reads them). Needs sm_90a.
+// null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
+// them). Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -19,9 +20,8 @@
 //     block (m64n256k16: B read once per 64 rows of A instead of per 64×128, half v14's shared-memory
 //     traffic per flop). BN = 128 or 64 narrows it. setmaxnreg lets the producer give registers back
 //     (down to 40) and the consumers take them (up to 232), the pattern of CUTLASS's kernels; this
-//     kernel's consumers happen to fit in the 168 a thread gets at launch (without the pair ptxas
-//     compiles the same code in 166), and where they would not, ptxas did not let wgmma use the extra
-//     registers (see the Python docstring).
+//     kernel's consumers happen to fit in the 168 a thread gets at launch, and where they would not,
+//     ptxas did not let wgmma use the extra registers (docs/notes/v15.md).
 //   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
 //     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
 //     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
@@ -29,22 +29,21 @@
 //     (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
 //   - Descriptors. Each wgmma takes two 64-bit shared-memory descriptors. They are computed once, for
 //     slot 0, and per slot and k-step only the address field (bits 0-13, address / 16) is added to; with
-//     the warpgroup index made warp-uniform (__shfl_sync) that is a few adds on the uniform datapath:
-//     the SASS of the k-loop went from 92 to 56 instructions per k-block and warp.
+//     the warpgroup index made warp-uniform (__shfl_sync) that is a few adds on the uniform datapath
+//     (rebuilt from addresses every k-step, with an index not known to be uniform, they would go
+//     through vector registers and back).
 //   - Tile order. Clusters walk the tiles GROUP_M cluster rows at a time, column by column (v11's idea),
 //     so the A and B panels in use stay in the 50 MB L2; and every other round of G tiles (G clusters)
 //     walks k downwards, so that a round begins on the k-slices its panels shared with the round before
-//     were read last: 12% fewer DRAM reads at 4096³.
+//     were read last, the likeliest to be still in L2.
 //   - Stream-K (STREAM_K = 1), a search candidate. A persistent grid of G clusters takes the tiles G at
 //     a time, and when their number T is not a multiple of G the last round leaves clusters idle:
 //     8192³ in 128×256 tiles is 1024 cluster tiles, 15.5 rounds of 66, so every cluster pays for 16.
 //     Here the last round's k-blocks are dealt out evenly instead (see Schedule); a tile cut between
 //     clusters is finished by its head, which waits for the others' fp32 partial sums (in `partials`,
 //     announced by a flag) and adds them. Each partial costs its writer 128 KB of stores and its reader
-//     128 KB of loads, a few microseconds, and runs that cross tiles scatter the clusters over k, so L2
-//     misses more: it pays where the last round is nearly empty (2304×2048×16384: 88% of cuBLAS
-//     against 62%; 90% against 61-63% with the k direction alternating), not where it is nearly
-//     full (4096³, 58 of 66: 94% against 98%; 95% against 99%).
+//     128 KB of loads, and runs that cross tiles scatter the clusters over k, so L2 misses more: it
+//     pays where the last round is nearly empty, not where it is nearly full; the search decides.
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
@@ -161,10 +160,11 @@ struct Schedule {
     }
 };
 
-// Where a CTA's time goes, for a probe: its SM, then the global timer (ns, comparable across SMs) and the
-// SM's cycle counter when its first consumer warpgroup starts and ends, and the cycle counter as it
-// finishes the multiplies of each of its first TIMELINE_TILES runs of k-blocks. Written by one thread
-// (the first consumer warpgroup's first), only when `stamps` is not null: a few stores per CTA.
+// Where a CTA's time goes, for `python -m implementations.tools.timeline`: its SM, then the global timer
+// (ns, comparable across SMs) and the SM's cycle counter when its first consumer warpgroup starts and
+// ends, and the cycle counter as it finishes the multiplies of each of its first TIMELINE_TILES runs of
+// k-blocks. Written by one thread (the first consumer warpgroup's first), only when `stamps` is not
+// null: a few stores per CTA.
 constexpr int TIMELINE_TILES = 11, TIMELINE_SLOTS = 5 + TIMELINE_TILES;
 
 struct Timeline {
