@@ -25,7 +25,7 @@ CUDA C and Triton side by side:
 What Triton did for you here: chose the thread layout of the blocks, staged the tiles in shared
 memory and placed the barriers (its PTX has `bar.sync`), and software-pipelined the loop on its own:
 with the default `num_stages` it loads the next tiles with `cp.async` while it multiplies the current
-ones, double-buffering them. Evidence (H100, TILE 32; `pytest -s tests/test_gpu.py -k pipelines`
+ones, double-buffering them. Evidence (H100, TILE 32; `pytest -s tests/rungs/test_v03.py -k pipelines`
 checks it and prints the figures): 16384 B of shared memory and 20 `cp.async` in the PTX by default,
 8192 B and none with `num_stages=1`; the CUDA kernel has 8192 B. On top of that, with
 `input_precision="ieee"`, `tl.dot` on fp32 is an exact-fp32 FMA tile product in which each thread

@@ -23,7 +23,7 @@ CUDA C and Triton side by side:
 
 What Triton did for you: the whole pipeline, from one number. `num_stages=1` (v05-v08) loads
 synchronously; with `num_stages=3` Triton keeps two tiles in flight: its shared memory doubles and
-its PTX gains `cp.async` with commit/wait groups (tests/test_gpu.py checks both). The timing with
+its PTX gains `cp.async` with commit/wait groups (tests/rungs/test_v09.py checks both). The timing with
 the knob off is v08's Triton figure.
 
 What it should reach: CUDA above v08 where the SM ran out of other work to hide latency with; some

@@ -357,7 +357,7 @@ def gluon_warptile_kernel(
     # ---- 4. march along K, two tiles per trip (an even one, then an odd one; past K they are zeros):
     # per tile, start tile t+STAGES-1; before its last step, wait for tile t+1. A trip starts at step
     # TRIP_START of its even tile, not at a tile's start: with the barrier at the end of the loop body,
-    # ptxas hoisted all the FMAs of the last step above it, and after it the warps had nothing to issue
+    # ptxas hoists all the FMAs of the last step above it, and after it the warps have nothing to issue
     # but the next fragments' reads and FMAs that wait for them. ----
     gl.static_assert(0 <= TRIP_START and TRIP_START < BLOCK_K, "TRIP_START is a step of a tile: 0 <= it < BLOCK_K")
     acc = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, acc_layout)

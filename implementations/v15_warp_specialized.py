@@ -131,7 +131,7 @@ def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None 
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
     or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
-    `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (scripts/v15_timeline.py).
+    `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (python -m implementations.tools.timeline).
     """
     smem = shared_bytes(tile)
     if clusters is None:

@@ -29,7 +29,7 @@ def warps_for(threads: int) -> int:
 def unspecialized(kernel):
     """`kernel` jitted again with Triton's argument specialization off (`do_not_specialize` on every
     runtime argument): it can no longer prove alignment or unit strides, so it loads one element at a
-    time. The knob behind Triton's vector loads (scripts/triton_knobs.py, tests/test_gpu.py)."""
+    time. The knob behind Triton's vector loads (scripts/triton_knobs.py, tests/rungs/test_v07.py)."""
     params = [name for name, p in inspect.signature(kernel.fn).parameters.items()
               if p.annotation is inspect.Parameter.empty]
     return triton.jit(kernel.fn, do_not_specialize=params)

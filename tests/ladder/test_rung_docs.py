@@ -13,7 +13,7 @@ import pytest
 from implementations import all_variants
 from implementations.core.cuda_c import KERNEL_DIR
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 NOTES = ROOT / "docs" / "notes"
 RESULTS = ROOT / "docs" / "results"
 MAX_DOC_LINES = 50
