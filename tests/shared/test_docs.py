@@ -1,0 +1,141 @@
+"""The generated docs: every table in README.md and docs/ matches the results it is generated from, every
+file in docs/results is in its index, and every relative link resolves (CPU only, no GPU needed)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from implementations.tools import docs
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), RESULTS / "README.md"]
+
+
+def _check(*args: str) -> int:
+    return docs.main(["--check", "--root", str(ROOT), *args])
+
+
+def test_the_committed_docs_match_their_results(capsys):
+    assert _check() == 0, capsys.readouterr().out
+
+
+def test_a_drifted_table_is_caught_and_rewritten(tmp_path, capsys):
+    page = tmp_path / "README.md"
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    start = text.index("<!-- generated: headline")
+    row = re.compile(r"^\| fp32 .*$", re.M).search(text, start)
+    drifted = text[: row.start()] + row.group().replace("95.8", "97.1", 1) + text[row.end():]
+    assert drifted != text
+    page.write_text(drifted, encoding="utf-8")
+
+    assert _check(str(page)) == 1
+    out = capsys.readouterr().out
+    assert "README.md:" in out and "headline docs/results/h100_fp32_4096.json" in out and "97.1" in out
+
+    assert docs.main(["--root", str(ROOT), str(page)]) == 0  # rewrite
+    assert page.read_text(encoding="utf-8") == text
+    assert _check(str(page)) == 0
+
+
+def _made_up(tmp_path: Path) -> Path:
+    def result(rung, impl, pct=None, ms=1.0, status="ok", config="", note=""):
+        return {"rung": rung, "name": {"cuBLAS": "torch.matmul"}.get(rung, "x"), "config": config, "impl": impl,
+                "dtype": "fp32", "M": 64, "N": 64, "K": 64, "status": status, "note": note, "ms": ms,
+                "ms_p20": ms, "ms_p80": ms, "tflops": 2.0, "pct_cublas": pct}
+
+    doc = {"environment": {"device": "Test GPU", "date": "2026-01-02T03:04:05+00:00", "timing": "events: ..."},
+           "results": [result("cuBLAS", "cublas"), result("v97", "cuda", 40.0), result("v97", "triton", 60.0),
+                       result("v98", "cuda", 90.0, note="autotuned: BM=64, 1.000 ms; runner-up ..."),
+                       result("v98", "triton", 50.0),
+                       result("v99", "cuda", None, None, "skipped", note="supports bf16 only"),
+                       result("v99", "triton", None, None, "skipped", note="supports bf16 only")]}
+    (tmp_path / "run.json").write_text(json.dumps(doc))
+    return tmp_path
+
+
+def test_tables_from_a_made_up_document(tmp_path):
+    """Rungs v97-v99 are not in the registry, so their labels are the names saved in the document."""
+    root = _made_up(tmp_path)
+    page = root / "page.md"
+    headline = docs.generate("headline run.json", root, page)
+    assert "| fp32" in headline and "| v98 x" in headline and "90.0" in headline and "v97 x" in headline
+    assert "Test GPU" in headline and "2026-01-02" in headline
+
+    ladder = docs.generate("ladder run.json", root, page)
+    assert "**90.0**" in ladder and "**40.0**" not in ladder and "**60.0**" in ladder  # the best of each language
+    assert "v98 CUDA C: autotuned: BM=64" in ladder
+    assert "not run: v99 x: supports bf16 only" in ladder and "| v99" not in ladder  # every result skipped
+    assert "[run.json](run.json): Test GPU, 2026-01-02 03:04 UTC" in ladder
+
+    sizes = docs.generate("sizes run.json choices=yes", root, page)
+    assert "v98 CUDA C choice" in sizes and "BM=64 " in sizes
+
+    only_v98 = docs.generate("pct run.json rungs=98", root, page)
+    assert "v98 x" in only_v98 and "v97 x" not in only_v98
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("nothing run.json", "unknown table kind"),
+    ("ladder missing.json", "no such results file"),
+    ("ladder run.json size=128x128x128", "no results at 128x128x128"),
+    ("sweep run.json", "param=NAME"),
+    ("ncu run.json", "no Nsight Compute records"),
+])
+def test_a_marker_that_cannot_be_generated_says_why(tmp_path, spec, message):
+    root = _made_up(tmp_path)
+    with pytest.raises(docs.DocsError, match=message):
+        docs.generate(spec, root, root / "page.md")
+
+
+def test_an_unclosed_marker_is_an_error(tmp_path, capsys):
+    page = tmp_path / "page.md"
+    page.write_text("<!-- generated: headline docs/results/h100_fp32_4096.json -->\n| a |\n")
+    assert _check(str(page)) == 2
+    assert "without its '<!-- end generated -->'" in capsys.readouterr().err
+
+
+def _index_entries() -> set[str]:
+    text = (RESULTS / "README.md").read_text(encoding="utf-8")
+    block = text[text.index("<!-- generated: index docs/results"):]
+    return {docs.local_link(target) for target in docs.links(block)} - {None}
+
+
+def test_every_saved_result_is_in_the_index():
+    files = {p.relative_to(RESULTS).as_posix() for p in RESULTS.rglob("*") if p.is_file()} - {"README.md"}
+    assert files and files == _index_entries()
+
+
+def test_the_index_names_who_uses_each_file():
+    text = (RESULTS / "README.md").read_text(encoding="utf-8")
+    row = next(line for line in text.splitlines() if line.startswith("| [h100_fp32_4096.json]"))
+    assert "README.md (headline table)" in row and "docs/results.md (ladder table)" in row
+    assert "NVIDIA H100 80GB HBM3" in row
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's heading anchors (lower case, punctuation dropped, spaces to hyphens) and explicit ids."""
+    text = page.read_text(encoding="utf-8")
+    headings = re.findall(r"^#+ (.+)$", text, re.M)
+    return ({re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+            | set(re.findall(r'<a (?:id|name)="([^"]+)"', text)))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
+def test_every_relative_link_resolves(page):
+    broken = []
+    for target in docs.links(page.read_text(encoding="utf-8")):
+        path = docs.local_link(target)
+        fragment = target.partition("#")[2]
+        if path is None:
+            if target.startswith("#") and fragment not in _anchors(page):
+                broken.append(target)
+            continue
+        resolved = (page.parent / path).resolve()
+        if not resolved.exists():
+            broken.append(target)
+        elif fragment and resolved.suffix == ".md" and fragment not in _anchors(resolved):
+            broken.append(target)
+    assert not broken, f"{page.relative_to(ROOT)}: {broken}"
