@@ -12,7 +12,7 @@ from ..helpers import AWKWARD_SHAPES, checked_run, param_id
 def test_triton_race_cannot_show_in_the_interpreter(config, shape, device):
     """The interpreter runs programs one after another, so v04's lost updates never happen there."""
     if device.type == "cuda":
-        pytest.skip("on a GPU the race shows: tests/test_gpu.py checks that it is caught")
+        pytest.skip("on a GPU the race shows: tests/ladder/test_large_shapes.py checks that it is caught")
     from implementations.v04_smem_no_sync import VARIANT
 
     result = checked_run(VARIANT, "triton", shape, device, **config)

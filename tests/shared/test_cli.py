@@ -71,8 +71,10 @@ def test_list_shows_every_rung(capsys):
 
 def run_to_files(tmp_path, *extra):
     paths = {ext: tmp_path / f"out.{ext}" for ext in ("csv", "json", "md")}
+    # in this process, so that the tests' stand-ins (monkeypatched measure, select) are what runs on a GPU too
     argv = ["--rungs", "2-4", "--sizes", "17x33x5", "--seed", "7", "--rep", "5", "--warmup", "1", "--min-runs", "3",
-            "--csv", str(paths["csv"]), "--json", str(paths["json"]), "--markdown", str(paths["md"]), *extra]
+            "--csv", str(paths["csv"]), "--json", str(paths["json"]), "--markdown", str(paths["md"]), "--in-process",
+            *extra]
     return cli.main(argv), paths
 
 

@@ -13,6 +13,8 @@ from implementations.core import bench, cli, isolation, report
 from implementations.core.tasks import parse_modules, plan
 
 FAULTS = parse_modules("tests.faults.v92_fake_fault,tests.faults.v93_fake_hang")
+# On a GPU, tests/shared/test_isolation_gpu.py runs the same with kernels that really fault and hang.
+cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="the GPU test runs real faulting and hanging kernels")
 
 
 def pid():
@@ -36,6 +38,7 @@ def refuse():
     raise ValueError("bad input")
 
 
+@cpu_only
 def test_a_fault_a_hang_a_crash_and_an_exception_each_cost_one_call():
     worker = isolation.Worker(timeout_s=10, is_fault=cli.sticky_result, preload=(__name__,))
     try:
@@ -55,6 +58,7 @@ def test_a_fault_a_hang_a_crash_and_an_exception_each_cost_one_call():
         worker.close()
 
 
+@cpu_only
 def test_the_run_goes_on_after_a_fault_and_a_hang_and_keeps_every_other_result(tmp_path):
     """v01 and v02 on either side of a rung that loses its context and one that never returns, two sizes."""
     v01, v02 = select("1,2")

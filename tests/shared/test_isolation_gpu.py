@@ -17,7 +17,7 @@ def test_faults_and_hangs_cost_one_result_each(tmp_path):
     faulting, hanging = parse_modules("tests.faults.v90_faulting,tests.faults.v91_hanging")
     tasks = list(plan([v01, faulting, hanging, v02], ("cuda", "triton"), [(256, 256, 256), (300, 200, 100)]))
     log = report.ResultLog({}, json_path=tmp_path / "run.json")
-    worker = isolation.Worker(timeout_s=60, is_fault=cli.sticky_result, preload=(cli.__name__,))
+    worker = isolation.Worker(timeout_s=20, is_fault=cli.sticky_result, preload=(cli.__name__,))
     try:
         cli.run_tasks(tasks, log, dtype="fp32", device=torch.device("cuda"), seed=0,
                       timing=bench.TimingOptions(warmup_ms=1, rep_ms=5, min_runs=3), worker=worker)
