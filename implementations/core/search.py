@@ -133,7 +133,7 @@ class Search:
 
         def launch():
             choice = self.choices.get(key)
-            if choice is None or choice.best not in runs:
+            if choice is None or choice.best not in runs or (choice.why_untimed and not why_untimed):
                 choice = self.choices[key] = self._choose(runs, why_untimed)
             return runs[choice.best]()
 

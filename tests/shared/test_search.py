@@ -100,3 +100,15 @@ def test_each_binds_every_candidate_and_has_nothing_to_refresh():
     prepare = search.each(lambda a, b, c, cand: (lambda: cand * 2))
     refresh, launches = prepare(*operands(), ("x", "y"))
     assert refresh is None and {k: v() for k, v in launches.items()} == {"x": "xx", "y": "yy"}
+
+
+def test_a_choice_taken_untimed_is_searched_once_timing_is_on(timed, monkeypatch):
+    calls, timed_calls = timed
+    s = fake_search(calls)
+    monkeypatch.setattr(search, "untimed_reason", lambda device: "seeded")
+    s.tuned(*operands())()
+    assert timed_calls == []
+    monkeypatch.setattr(search, "untimed_reason", lambda device: "")
+    run = s.tuned(*operands())
+    run()
+    assert timed_calls == ["a", "b", "c"] and run.chosen().startswith("b, 1.000 ms")
