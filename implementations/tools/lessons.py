@@ -19,7 +19,7 @@ What the line counts take in (blank lines and comments left out; Python docstrin
 - Triton kernel: the `@triton.jit` functions (and autotune wrappers) the launcher reaches.
 - Launcher, both languages: the function VARIANT.cuda / VARIANT.triton names and every function,
   class and module-level constant it reaches by name in the rung modules, this rung's or an earlier
-  one's. The shared layer (`implementations/_*.py`: binding, checks) is counted for neither.
+  one's. The shared layer (`implementations/core/`: binding, checks, search) is counted for neither.
 """
 
 from __future__ import annotations
