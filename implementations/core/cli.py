@@ -17,7 +17,7 @@ import torch
 from tabulate import tabulate
 from tqdm import tqdm
 
-from . import bench, cuda_c, isolation, report
+from . import bench, cuda_c, distributed, isolation, report
 from ..tools import lessons, ncu, plots, profile, sanitize
 from .check import INPUTS, PRECISIONS
 from .env import end_of_run, environment, set_fp32_matmul
@@ -45,6 +45,8 @@ examples:
   python compare.py --sanitize memcheck --rungs 14 --dtype bf16
   python compare.py --lessons out/lessons --json out/ladder.json --plots out/plots
   python compare.py --csv out/ladder.csv --json out/ladder.json --markdown out/ladder.md
+  python compare.py --nproc 2 --dtype bf16 --sizes 8192,16384        two GPUs: row partition and overlap
+  torchrun --nproc-per-node=8 compare.py --distributed --dtype bf16   the same, launched by torchrun
 
 Without a CUDA device it verifies the Triton rungs in Triton's interpreter on small shapes and prints
 nvcc's compile report for the CUDA rungs; nothing is timed.
@@ -131,8 +133,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disk-cache", action="store_true",
                    help="let CuPy and Triton load kernels from their on-disk caches (default: compile afresh, so "
                         "the compile-time column shows real compiles)")
+    d = p.add_argument_group("more than one GPU (torch.distributed; see docs/methods.md)")
+    d.add_argument("--distributed", action="store_true",
+                   help="run as one rank of a torchrun job (torchrun --nproc-per-node=N compare.py --distributed): "
+                        "each rank computes its rows of C with the chosen rungs (default: the best rung for "
+                        "--dtype), C is all-gathered, checked whole and timed per strategy against one GPU")
+    d.add_argument("--nproc", type=positive(int), metavar="N",
+                   help="start N ranks of --distributed here, one per GPU (without a GPU: N CPU processes on "
+                        "gloo, checked, not timed); one failing rank ends them all")
+    d.add_argument("--strategies", type=parse_strategies, default=distributed.STRATEGIES, metavar="LIST",
+                   help="rows: the seed's row partition then one all-gather; overlap: the rows in chunks, each "
+                        "chunk's all-gather behind the next chunk's compute (default: both)")
+    d.add_argument("--chunks", type=positive(int), default=distributed.DEFAULT_CHUNKS, metavar="N",
+                   help=f"steps of the overlap strategy (default {distributed.DEFAULT_CHUNKS})")
+    d.add_argument("--dist-timeout", type=positive(float), default=distributed.DEFAULT_TIMEOUT_S, metavar="S",
+                   help="a collective that waits longer than S seconds ends the run with an error "
+                        f"(default {distributed.DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--list", action="store_true", help="list the rungs and exit")
     return p
+
+
+def parse_strategies(text: str) -> tuple[str, ...]:
+    chosen = tuple(s.strip() for s in text.split(",") if s.strip())
+    unknown = [s for s in chosen if s not in distributed.STRATEGIES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(f"unknown strategy {', '.join(unknown) or text!r}; choose from "
+                                         f"{', '.join(distributed.STRATEGIES)}")
+    return chosen
 
 
 def list_rungs() -> str:
@@ -371,12 +398,15 @@ def main(argv: list[str] | None = None) -> int:
         # be set before that; a caller that imported them in compiled mode is told so below.
         os.environ.setdefault("TRITON_INTERPRET", "1")
     args = build_parser().parse_args(argv)
+    if args.nproc:
+        return distributed.launch(sys.argv[1:] if argv is None else list(argv), args.nproc)
     if args.list:
         print(list_rungs())
         return 0
     if args.sanitize:
         return run_sanitizer(args)
-    variants = (args.rungs if args.rungs is not None else select()) + args.extra
+    default = distributed.default_rungs(args.dtype) if args.distributed else select()
+    variants = (args.rungs if args.rungs is not None else default) + args.extra
     if args.sweep:
         variants = sweep_configs([v for v in variants if args.rungs is not None or not v.expect_wrong], *args.sweep)
     gpu = torch.cuda.is_available()
@@ -384,9 +414,11 @@ def main(argv: list[str] | None = None) -> int:
         print("No CUDA device, and Triton was imported in compiled mode: set TRITON_INTERPRET=1 before the "
               "kernels are imported (compare.py does this itself when it finds no GPU).", file=sys.stderr)
         return 2
-    device = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
     sizes = args.sizes or parse_sizes(DEFAULT_GPU_SIZES if gpu else DEFAULT_CPU_SIZES)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
+    if args.distributed:
+        return distributed.main(args, variants, sizes, seed)
+    device = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
     fp32_mode = set_fp32_matmul(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
     env = environment(device)
     if gpu:

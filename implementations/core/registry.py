@@ -99,19 +99,28 @@ class Variant:
             raise ValueError(f"{self.stem} has no {lang} implementation")
         return launcher
 
-    def prepare(self, lang: str, a: torch.Tensor, b: torch.Tensor, **config: int) -> Prepared:
+    def prepare(self, lang: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
+                **config: int) -> Prepared:
         """Validate, allocate and bind once; the returned `run` only launches.
 
         Non-contiguous or transposed operands are copied to row-major here, for both languages:
         the CUDA kernels index row-major memory, and the Triton side gets the same operands so
-        that the two read the same bytes.
+        that the two read the same bytes. `out`: a row-major M×N tensor to write C into (a rank's
+        rows of a gathered C) instead of a new one.
         """
         launcher = self.launcher(lang)
         M, N, K = check_operands(
             a, b, dtypes=[PRECISIONS[d].dtype for d in self.dtypes], lang=lang,
             triton_on_cpu=self.triton_interpreted)
         a, b = a.detach().contiguous(), b.detach().contiguous()
-        c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        if out is None:
+            c = torch.empty((M, N), dtype=a.dtype, device=a.device)
+        elif out.shape != (M, N) or out.dtype != a.dtype or out.device != a.device or not out.is_contiguous():
+            raise ValueError(f"out must be a contiguous {M}×{N} {a.dtype} tensor on {a.device}, got "
+                             f"{tuple(out.shape)} {out.dtype} on {out.device}"
+                             + ("" if out.is_contiguous() else ", not contiguous"))
+        else:
+            c = out
         if M == 0 or N == 0:  # nothing to compute, and CUDA refuses an empty grid
             return Prepared(lambda: None, c, (a, b))
         return Prepared(launcher(a, b, c, **config), c, (a, b))

@@ -216,10 +216,16 @@ def _replace(path: Path, text: str) -> None:
 
 
 class ResultLog:
-    """Collects results and keeps the requested files current after every one."""
+    """Collects results and keeps the requested files current after every one.
 
-    def __init__(self, env: dict[str, str], *, csv_path=None, json_path=None, markdown_path=None):
+    `columns` and `tables` are the CSV columns and the Markdown tables of one size's results: a log of
+    another kind of result (the distributed comparison's) passes its own."""
+
+    def __init__(self, env: dict[str, str], *, csv_path=None, json_path=None, markdown_path=None,
+                 columns: list[str] = RESULT_COLUMNS, tables=None):
         self.env = env
+        self.tables = tables or (lambda group: [ladder_table(group, "github"), kernel_table(group, "github"),
+                                                notes_table(group, "github")])
         self.results: list[Result] = []
         self.compile_reports: list[tuple[str, PtxasReport]] = []
         self.sections: list[tuple[str, str]] = []  # (title, Markdown table) added after the results
@@ -232,7 +238,7 @@ class ResultLog:
             self.csv_path.parent.mkdir(parents=True, exist_ok=True)
             self.csv_env_path = csv_env_path(self.csv_path)
             self._csv_file = self.csv_path.open("w", newline="", encoding="utf-8")
-            self._csv = csv.DictWriter(self._csv_file, RESULT_COLUMNS)
+            self._csv = csv.DictWriter(self._csv_file, columns)
             self._csv.writeheader()
             self._csv_file.flush()
         self._write_documents()
@@ -283,7 +289,7 @@ class ResultLog:
         parts = ["# triton-vs-cuda results", "", env_table(self.env, "github"), ""]
         for (size, dtype), group in by_shape(self.results).items():
             parts += [f"## {size} {dtype}", ""]
-            for table in (ladder_table(group, "github"), kernel_table(group, "github"), notes_table(group, "github")):
+            for table in self.tables(group):
                 if table:
                     parts += [table, ""]
         if self.compile_reports:

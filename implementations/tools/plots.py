@@ -6,7 +6,8 @@
   device copy bandwidth (the slanted memory roof) and cuBLAS at that size and precision (the flat roof);
 - TFLOP/s against size, one line per rung and language with cuBLAS dashed, when a run has several sizes;
 - a config sweep (`compare.py --sweep TILE=8,16,32,64`): time against the swept value per language,
-  with the values a rung refused marked and named.
+  with the values a rung refused marked and named;
+- a distributed run's scaling efficiency against size (compare.py --distributed --plots).
 
     python -m implementations.tools.plots results.json [more.json | rows.csv ...] --out plots/ [--sweep TILE]
 
@@ -199,6 +200,37 @@ def sweep_plot(doc: dict, name: str, dtype: str, out: Path) -> Path | None:
         ax.text(0.01, 0.01, "\n".join(notes), transform=ax.transAxes, fontsize=7, va="bottom")
     ax.legend(fontsize=7)
     return _save(fig, out / f"sweep_{name}_{dtype}.png")
+
+
+def efficiency(doc: dict, out_dir) -> Path | None:
+    """A distributed run (compare.py --distributed): scaling efficiency T1 / (W·T_W) against size, a line per
+    kernel and strategy, solid for the row partition and dashed for the overlapped one."""
+    records = [r for r in doc["results"] if r.get("efficiency")]
+    if not records:
+        return None
+    lines: dict[tuple, list[dict]] = {}
+    for r in records:
+        lines.setdefault((r["rung"], r["config"], r["impl"], r["strategy"], r["world"]), []).append(r)
+    fig = Figure(figsize=(9.0, 5.0))
+    ax = fig.subplots()
+    ax.set_xscale("log", base=2)
+    for (rung, config, impl, strategy, world), rs in lines.items():
+        rs.sort(key=lambda r: float(r["M"]) * r["N"] * r["K"])
+        xs = [(float(r["M"]) * r["N"] * r["K"]) ** (1 / 3) for r in rs]
+        name, marker, color = IMPL_STYLE.get(impl, ("cuBLAS", "^", CUBLAS_COLOR))
+        ax.plot(xs, [100 * r["efficiency"] for r in rs], marker=marker, color=color,
+                linestyle="-" if strategy == "rows" else "--",
+                label=f"{'' if impl == 'cublas' else rung + ' '}{config} {name}, {strategy}, {world} GPUs".replace("  ", " "))
+    sizes = sorted({((float(r["M"]) * r["N"] * r["K"]) ** (1 / 3), r["size"]) for r in records})
+    ax.set_xticks([x for x, _ in sizes], [s for _, s in sizes], rotation=30, fontsize=7)
+    ax.axhline(100, color="grey", linewidth=0.8)
+    ax.set_xlabel("size M×N×K (placed at its cube root)")
+    ax.set_ylabel("scaling efficiency T1 / (W·T_W), %")
+    ax.set_title(f"Scaling efficiency against one GPU (solid: rows, dashed: overlap)\n{_device(doc)}", fontsize=10)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return _save(fig, out / "distributed_efficiency.png")
 
 
 def write_all(doc: dict, out_dir, sweep: str | None = None) -> list[Path]:
