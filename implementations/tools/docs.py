@@ -23,6 +23,8 @@ Kinds (sources are documents of `compare.py --json`, or `--csv` rows with their 
 - sweep DOC param=NAME  `compare.py --sweep NAME=...`: one row per value, ms (% of cuBLAS) per size.
 - ncu DOC               the Nsight Compute records of `compare.py --ncu`: speed of light, DRAM bytes and
                         the traffic the block tile predicts.
+- distributed DOC...    a `compare.py --distributed` run: per size, each kernel and strategy (slowest rank's
+                        step, TFLOP/s per GPU, scaling efficiency, compute and all-gather times).
 - index DIR             every file under DIR with its device and date (result documents) and the pages,
                         tables and rung docstrings that name it.
 rungs=1-11 (numbers and ranges) keeps those rungs in any table; cuBLAS always stays. A row whose every
@@ -32,6 +34,7 @@ result was skipped (a dtype the rung does not support) is left out and named und
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import ast
 import difflib
 import fnmatch
@@ -416,6 +419,24 @@ def ncu(sources: list[str], ctx: Context) -> str:
     return _with_notes(_table(header, body), [], ctx, sources)
 
 
+def distributed(sources: list[str], ctx: Context) -> str:
+    """A distributed run (`compare.py --distributed --json`): per size, every kernel and strategy with the
+    slowest rank's step, TFLOP/s per GPU, scaling efficiency, compute and all-gather times."""
+    from ..core.distributed import DistResult, dist_table
+
+    parts = []
+    known = {f.name for f in dataclasses.fields(DistResult)}
+    for source in sources:
+        records = _load(ctx.root / source)["results"]
+        if not records or "strategy" not in records[0]:
+            raise DocsError(f"{source} is not a distributed run (written by compare.py --distributed --json)")
+        results = [DistResult(**{k: v for k, v in r.items() if k in known}) for r in records]
+        for (size, dtype), group in by_shape(results).items():
+            world = max(r.world for r in group)
+            parts.append(f"{size} {dtype} on {world} GPU(s):\n\n{dist_table(group, 'github')}")
+    return _with_notes("\n\n".join(parts), [], ctx, sources)
+
+
 # ---- the index of a results folder ---------------------------------------------------------------------
 
 
@@ -572,7 +593,7 @@ def index(sources: list[str], ctx: Context) -> str:
 
 KINDS: dict[str, Callable[[list[str], Context], str]] = {
     "headline": headline, "ladder": ladder, "pct": pct, "sizes": sizes, "sweep": sweep, "ncu": ncu,
-    "index": index,
+    "distributed": distributed, "index": index,
 }
 
 

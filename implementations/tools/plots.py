@@ -220,7 +220,8 @@ def efficiency(doc: dict, out_dir) -> Path | None:
         name, marker, color = IMPL_STYLE.get(impl, ("cuBLAS", "^", CUBLAS_COLOR))
         ax.plot(xs, [100 * r["efficiency"] for r in rs], marker=marker, color=color,
                 linestyle="-" if strategy == "rows" else "--",
-                label=f"{'' if impl == 'cublas' else rung + ' '}{config} {name}, {strategy}, {world} GPUs".replace("  ", " "))
+                label=" ".join(filter(None, ("" if impl == "cublas" else rung, config, name)))
+                + f", {strategy}, {world} GPU(s)")
     sizes = sorted({((float(r["M"]) * r["N"] * r["K"]) ** (1 / 3), r["size"]) for r in records})
     ax.set_xticks([x for x, _ in sizes], [s for _, s in sizes], rotation=30, fontsize=7)
     ax.axhline(100, color="grey", linewidth=0.8)
