@@ -25,7 +25,6 @@ import contextlib
 import dataclasses
 import fcntl
 import functools
-import importlib.metadata
 import json
 import os
 import sys
@@ -55,8 +54,11 @@ def warn(message: str) -> None:
 
 @functools.cache
 def software() -> dict:
-    """What a search's outcome depends on besides the GPU and the problem: compilers, drivers, libraries.
-    CuPy fields are None where CuPy is absent (it launches the CUDA C rungs only)."""
+    """What a search's outcome depends on besides the GPU and the problem: compilers, driver, libraries.
+    The driver is known by the CUDA version it supports, through CuPy: None where CuPy is absent (it
+    launches the CUDA C rungs only), as is CuPy's version."""
+    import triton
+
     try:
         import cupy
     except ImportError:
@@ -65,7 +67,7 @@ def software() -> dict:
         "CUDA runtime": torch.version.cuda,
         "CUDA driver": cupy.cuda.runtime.driverGetVersion() if cupy and torch.cuda.is_available() else None,
         "torch": torch.__version__,
-        "triton": importlib.metadata.version("triton"),
+        "triton": triton.__version__,
         "cupy": cupy.__version__ if cupy else None,
     }
 
@@ -100,10 +102,11 @@ def _read(file: Path) -> tuple[list, str]:
         return [], ""
     except (OSError, ValueError) as exc:  # json.JSONDecodeError and UnicodeDecodeError are ValueErrors
         return [], f"unreadable ({type(exc).__name__}: {exc})".splitlines()[0]
-    if not isinstance(document, dict) or document.get("schema") != SCHEMA or not isinstance(
-            document.get("entries"), list):
+    if not isinstance(document, dict) or document.get("schema") != SCHEMA:
         found = document.get("schema") if isinstance(document, dict) else None
         return [], f"schema {found!r}, not {SCHEMA}"
+    if not isinstance(document.get("entries"), list):
+        return [], "no list of entries"
     return document["entries"], ""
 
 
