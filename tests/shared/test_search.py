@@ -4,7 +4,10 @@ Its tuning cache: a problem searched before, in any process, is not searched aga
 trust is searched again with a one-line warning; nothing it reads is executed."""
 
 import json
+import subprocess
+import sys
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -189,6 +192,8 @@ def untrusted(kind: str, file, tmp_path):
     entry = document["entries"][0]
     if kind == "another schema":
         document["schema"] += 1
+    elif kind == "entries not a list":
+        document["entries"] = {"0": entry}
     elif kind == "malformed entry":
         entry["times_ms"] = list(entry["times_ms"])
     elif kind == "unknown candidate":
@@ -205,8 +210,8 @@ def untrusted(kind: str, file, tmp_path):
     file.write_text(json.dumps(document))
 
 
-@pytest.mark.parametrize("kind", ["not JSON", "not UTF-8", "another schema", "malformed entry", "unknown candidate",
-                                  "other candidates", "not the fastest", "other software"])
+@pytest.mark.parametrize("kind", ["not JSON", "not UTF-8", "another schema", "entries not a list", "malformed entry",
+                                  "unknown candidate", "other candidates", "not the fastest", "other software"])
 def test_an_entry_that_cannot_be_trusted_is_searched_again_with_one_warning(kind, timed, tmp_path, capsys):
     calls, timed_calls = timed
     fake_search(calls).tuned(*operands())()
@@ -293,3 +298,11 @@ def test_an_unknown_mode_is_refused(monkeypatch):
     monkeypatch.setenv(search.MODE_VARIABLE, "fastest")
     with pytest.raises(ValueError, match="expected one of time, retune, first"):
         search.mode()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the script times every tuned rung (minutes)")
+def test_first_call_says_in_one_line_that_it_needs_a_gpu():
+    script = Path(__file__).resolve().parents[2] / "scripts" / "first_call.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == ["first_call.py needs a CUDA device: it times the tuned rungs' searches on a GPU"]
