@@ -37,13 +37,14 @@ HEADER = ["rung", "language", "dtype", "shape", "first call, empty cache (s)", "
 
 
 def first_call(module: str, lang: str, dtype: str, shape: tuple[int, int, int]) -> dict:
-    """In this (fresh) process: the seconds the rung's first call takes, and its search's report."""
+    """In this (fresh) process: the seconds the rung's first call takes (binding included), and its
+    search's report."""
     variant = importlib.import_module(module).VARIANT
     set_fp32_matmul(tf32=dtype == "tf32")
     a, b = make_inputs(*shape, PRECISIONS[dtype], "cuda", seed=1)
-    prepared = variant.prepare(lang, a, b)
     torch.cuda.synchronize()
     start = time.perf_counter()
+    prepared = variant.prepare(lang, a, b)
     prepared.run()
     torch.cuda.synchronize()
     return {"seconds": time.perf_counter() - start, "choice": prepared.run.chosen()}
