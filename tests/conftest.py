@@ -2,6 +2,7 @@
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -14,6 +15,15 @@ if not GPU:
 # instead, and check every candidate on its own (tests/ladder/test_searches.py, which also times one
 # real search per rung and language).
 os.environ.setdefault("TVC_SEARCH", "first")
+
+
+@pytest.fixture(autouse=True, scope="session")
+def tuning_cache_dir(tmp_path_factory):
+    """The tuning cache of a session of tests (each pytest-xdist worker has its own): never the user's."""
+    from implementations.core import tuning_cache
+
+    os.environ[tuning_cache.DIR_VARIABLE] = str(tmp_path_factory.mktemp("tuning_cache"))
+    return Path(os.environ[tuning_cache.DIR_VARIABLE])
 
 
 @pytest.hookimpl(trylast=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import importlib
 import itertools
@@ -17,7 +16,7 @@ import torch
 from tabulate import tabulate
 from tqdm import tqdm
 
-from . import bench, cuda_c, distributed, isolation, report
+from . import bench, cuda_c, distributed, isolation, report, search, tuning_cache
 from ..tools import lessons, ncu, plots, profile, sanitize
 from .check import INPUTS, PRECISIONS
 from .env import end_of_run, environment, set_fp32_matmul
@@ -133,6 +132,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--disk-cache", action="store_true",
                    help="let CuPy and Triton load kernels from their on-disk caches (default: compile afresh, so "
                         "the compile-time column shows real compiles)")
+    p.add_argument("--retune", action="store_true",
+                   help="search the tuned rungs' candidates again at every shape, even where the tuning cache "
+                        "has a choice, and keep the new choice there (default: a shape searched before, in any "
+                        f"run, is taken from the cache; its file: ${tuning_cache.DIR_VARIABLE}/tuning.json, else "
+                        "$XDG_CACHE_HOME/triton-vs-cuda/tuning.json)")
     d = p.add_argument_group("more than one GPU (torch.distributed; see docs/methods.md)")
     d.add_argument("--distributed", action="store_true",
                    help="run as one rank of a torchrun job (torchrun --nproc-per-node=N compare.py --distributed): "
@@ -350,6 +354,14 @@ def timing_description(args) -> str:
             f"timed alone after an L2 flush, median with 20-80 percentile spread{rounds}")
 
 
+def tuning_description(retune: bool) -> str:
+    if retune:
+        return f"--retune: every shape searched again, the choices kept in {tuning_cache.path()}"
+    if search.mode() == "first":
+        return f"{search.MODE_VARIABLE}=first: first candidate, untimed"
+    return f"choices from {tuning_cache.path()} where searched before, else searched and kept there"
+
+
 def tool_logs(args, name: str) -> Path | None:
     """Where a tool's raw output is kept: beside the JSON (or Markdown, CSV) report, when one is written."""
     saved = args.json or args.markdown or args.csv
@@ -427,7 +439,8 @@ def main(argv: list[str] | None = None) -> int:
     env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "inputs": args.inputs, "seed": str(seed),
                 "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
                 "timing": timing_description(args) if gpu else "none",
-                "triton mode": "compiled" if gpu else "interpreter (TRITON_INTERPRET=1)"})
+                "triton mode": "compiled" if gpu else "interpreter (TRITON_INTERPRET=1)",
+                "tuned rungs": tuning_description(args.retune) if gpu else "interpreter: first candidate, untimed"})
     print(report.env_table(env))
     impls = args.impl if gpu else tuple(i for i in args.impl if i == "triton")
     if not gpu:
@@ -438,13 +451,15 @@ def main(argv: list[str] | None = None) -> int:
     timing = bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs) if gpu else None
     log = report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown)
     tasks = list(plan(variants, impls, sizes))
-    # Both libraries read these at compile time; patch.dict puts the caller's environment back after.
-    caches = contextlib.nullcontext() if args.disk_cache else mock.patch.dict(os.environ, COLD_CACHES)
+    # The libraries read these at compile time, the searches at their first call, in this process and in the
+    # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
+    settings = ({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})
+    patched = mock.patch.dict(os.environ, settings)
     compile_failures = 0
     worker = (isolation.Worker(args.task_timeout, sticky_result, preload=(__name__,))
               if gpu and not args.in_process else None)
     try:
-        with caches:
+        with patched:
             run_tasks(tasks, log, dtype=args.dtype, device=device, seed=seed, timing=timing,
                       cpu_limit_s=args.cpu_limit, rounds=args.rounds if gpu else 1, inputs=args.inputs,
                       worker=worker)

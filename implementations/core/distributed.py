@@ -46,7 +46,7 @@ import torch
 import torch.distributed as dist
 from tabulate import tabulate
 
-from . import IMPORT_ROOT, report
+from . import IMPORT_ROOT, report, search
 from .bench import (STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, STATUS_WRONG, FAILED, Result, TimingOptions,
                     _one_line, record_check, time_ms)
 from .check import PRECISIONS, check, make_inputs, poison
@@ -361,6 +361,8 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
     """compare.py --distributed: this process is one rank; rank 0 prints and writes the results."""
     if args.timing != "events":
         raise SystemExit("--distributed times with CUDA events (a step's collectives are not captured in a graph)")
+    if args.retune:
+        os.environ[search.MODE_VARIABLE] = "retune"
     rank = init(args.dist_timeout)
     lead = rank.rank == 0
     chosen = [seed]

@@ -17,17 +17,24 @@ A rung's part:
 - `describe(candidate)`, and `family(candidate)` where candidates come in kinds (v11's Triton side races
   `tl.dot` configs against Gluon tiles): the report names the best of every other family too.
 
-At the first call for a key (rung, language, device, M, N, K, dtype, row pitches and 16-byte alignment:
-what the kernels are specialised on) every candidate is timed with do_bench (CUDA events, the L2
-flushed before each call: the benchmark's own timer); later calls launch the winner directly. The
-harness checks the output of that first call, which the winner computed, as it checks any run.
-Nothing is timed, and the first candidate runs, under Triton's interpreter (operands on the CPU) and
-with TVC_SEARCH=first (the test suite's seeded choice: there every candidate is checked on its own,
-so whichever one a GPU picks has been checked); the report says so.
+At the first call for a problem (rung, language, GPU, dtype, layout, M, N, K, strides and 16-byte
+alignment: what the kernels are specialised on) the choice comes from the tuning cache
+(core/tuning_cache.py) when an earlier search, in any process, left one there; otherwise every candidate
+is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own timer) and the
+winner is saved there. Later calls launch the winner directly. The harness checks the output of that
+first call, which the winner computed, as it checks any run. The report says where the choice came from.
+
+TVC_SEARCH sets the mode: "time" (the default, as above), "retune" (search even when the cache has a
+choice, and save it: compare.py --retune), "first" (the test suite's seeded choice: the first candidate,
+untimed, the cache neither read nor written; there every candidate is checked on its own, so whichever
+one a GPU picks has been checked). Under Triton's interpreter (operands on the CPU) the first candidate
+runs untimed too. A choice taken untimed is never saved.
 """
 
 from __future__ import annotations
 
+import datetime
+import json
 import os
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -36,8 +43,11 @@ from typing import Any
 
 import torch
 
+from . import tuning_cache
+
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
-MODE_VARIABLE = "TVC_SEARCH"  # "time" (default) or "first"
+MODE_VARIABLE = "TVC_SEARCH"
+MODES = ("time", "retune", "first")
 
 Launch = Callable[[], Any]
 Prepare = Callable[..., tuple[Callable[[], None] | None, dict]]
@@ -62,8 +72,9 @@ class TunedRun:
 class Choice:
     best: Hashable
     times: dict  # candidate -> ms (empty when nothing was timed)
-    seconds: float
+    seconds: float  # how long the search took (in the process that ran it)
     why_untimed: str = ""
+    cached: str = ""  # when the search ran, for a choice taken from the tuning cache
 
 
 def each(launch: Callable[..., Launch]) -> Prepare:
@@ -85,13 +96,27 @@ def _with_refresh(refresh, launch: Launch) -> Launch:
     return run
 
 
+def mode() -> str:
+    value = os.environ.get(MODE_VARIABLE, "time")
+    if value not in MODES:
+        raise ValueError(f"{MODE_VARIABLE}={value!r}: expected one of {', '.join(MODES)}")
+    return value
+
+
 def untimed_reason(device: torch.device) -> str:
     """Why this search will not time its candidates here ("" when it will)."""
     if device.type != "cuda":
         return "interpreter: first candidate, untimed"
-    if os.environ.get(MODE_VARIABLE, "time") == "first":
+    if mode() == "first":
         return f"{MODE_VARIABLE}=first: first candidate, untimed"
     return ""
+
+
+def time_candidates(runs: dict) -> dict:
+    """Every candidate's time in ms (candidate -> its whole call)."""
+    from triton.testing import do_bench
+
+    return {cand: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for cand, run in runs.items()}
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,11 +134,28 @@ class Search:
     reference: tuple[str, Any] | None = None  # (label, candidate) named beside the winner: what an idea is worth
     choices: dict = field(default_factory=dict, repr=False)
 
-    def key(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple:
-        device = torch.cuda.get_device_name(a.device) if a.device.type == "cuda" else "cpu"
-        aligned = all(t.data_ptr() % 16 == 0 for t in (a, b, c))
-        return (self.rung, self.lang, device, *a.shape, b.shape[1], a.dtype,
-                a.stride(0), b.stride(0), c.stride(0), aligned)
+    def __post_init__(self):
+        described = [self.describe(cand) for cand in self.candidates]
+        if len(set(described)) != len(described):
+            raise ValueError(f"{self.rung} {self.lang}: two candidates are described alike; the tuning cache "
+                             "knows a candidate by its description")
+
+    def key(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> str:
+        """The problem the kernels are specialised on, as canonical JSON: the key of the choices made in
+        this process and of the tuning cache."""
+        gpu = a.device.type == "cuda"
+        problem = {
+            "rung": self.rung, "lang": self.lang,
+            "gpu": torch.cuda.get_device_name(a.device) if gpu else "cpu",
+            "cc": "{}.{}".format(*torch.cuda.get_device_capability(a.device)) if gpu else None,
+            "dtype": str(a.dtype).removeprefix("torch."),
+            # n: row-major (unit column stride), t: column-major; every rung takes nn today
+            "layout": "".join("n" if t.stride(1) == 1 else "t" for t in (a, b)),
+            "M": a.shape[0], "N": b.shape[1], "K": a.shape[1],
+            "strides": [t.stride() for t in (a, b, c)],
+            "aligned": all(t.data_ptr() % 16 == 0 for t in (a, b, c)),
+        }
+        return json.dumps(problem, sort_keys=True)
 
     def one(self, a, b, c, candidate) -> Launch:
         """One candidate's whole call (refresh included), without the search: what the tests check."""
@@ -134,19 +176,40 @@ class Search:
         def launch():
             choice = self.choices.get(key)
             if choice is None or choice.best not in runs or (choice.why_untimed and not why_untimed):
-                choice = self.choices[key] = self._choose(runs, why_untimed)
+                choice = self.choices[key] = self._choose(key, runs, why_untimed)
             return runs[choice.best]()
 
         return TunedRun(launch, lambda: self.report(self.choices[key]), lambda: self.tile(self.choices[key].best))
 
-    def _choose(self, runs: dict, why_untimed: str) -> Choice:
+    def _choose(self, key: str, runs: dict, why_untimed: str) -> Choice:
         if why_untimed:
             return Choice(next(iter(runs)), {}, 0.0, why_untimed)
-        from triton.testing import do_bench
-
+        problem = json.loads(key)
+        if mode() != "retune":
+            cached = self._cached(problem, runs)
+            if cached is not None:
+                return cached
         start = time.perf_counter()
-        times = {cand: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for cand, run in runs.items()}
-        return Choice(min(times, key=times.get), times, time.perf_counter() - start)
+        times = time_candidates(runs)
+        choice = Choice(min(times, key=times.get), times, time.perf_counter() - start)
+        entry = tuning_cache.Entry(
+            problem, self.describe(choice.best), {self.describe(cand): ms for cand, ms in times.items()},
+            choice.seconds, datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            tuning_cache.software())
+        try:
+            tuning_cache.save(entry)
+        except OSError as exc:  # a cache that cannot be written costs the next process a search, not this run
+            tuning_cache.warn(f"not saved: {exc}")
+        return choice
+
+    def _cached(self, problem: dict, runs: dict) -> Choice | None:
+        """The choice the tuning cache keeps for this problem, if it was made among exactly these candidates."""
+        known = {self.describe(cand): cand for cand in runs}
+        entry = tuning_cache.load(problem, set(known))
+        if entry is None:
+            return None
+        times = {known[described]: ms for described, ms in entry.times_ms.items()}
+        return Choice(known[entry.best], times, entry.seconds, cached=entry.searched)
 
     def report(self, choice: Choice) -> str:
         """The winner and its time; beside it the runner-up, the fastest of every other family, the reference."""
@@ -165,5 +228,7 @@ class Search:
         if self.reference is not None and self.reference[1] in times and self.reference[1] != choice.best:
             named.setdefault(self.reference[1], self.reference[0])
         beside = "; ".join(f"{label} {self.describe(cand)} {times[cand]:.3f} ms" for cand, label in named.items())
+        searched = (f"from the tuning cache: searched {choice.cached[:10]} in {choice.seconds:.1f} s"
+                    if choice.cached else f"{choice.seconds:.1f} s")
         return (f"{self.describe(choice.best)}, {times[choice.best]:.3f} ms"
-                + (f"; {beside}" if beside else "") + f" ({len(times)} candidates, {choice.seconds:.1f} s)")
+                + (f"; {beside}" if beside else "") + f" ({len(times)} candidates, {searched})")

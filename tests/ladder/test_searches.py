@@ -3,7 +3,8 @@ and shape (registry-wide: a rung declares its searches in VARIANT.searches and i
 
 On the CPU the Triton candidates run in the interpreter (not those no interpreter runs, such as Gluon
 kernels); on a GPU every candidate runs, CUDA C included, on ragged and tile-sized shapes. A GPU run
-also times a real search once per rung and language and checks that its choice is reported.
+also times a real search once per rung and language, checks that its choice is reported, and that the
+tuning cache gives the same choice without a search.
 """
 
 import pytest
@@ -63,7 +64,8 @@ def test_every_candidate_is_right_on_the_gpu(variant, tuned, dtype, shape):
 @pytest.mark.parametrize("variant, tuned, dtype", SEARCHES, ids=search_id)
 def test_a_real_search_reports_its_choice(variant, tuned, dtype, monkeypatch):
     """With the timed search on (the test suite seeds the first candidate elsewhere), the result's note
-    names the winner with its time and the runner-up."""
+    names the winner with its time and the runner-up; with the choices made in this process forgotten (as in
+    a new process), the same shape takes the same choice from the tuning cache and times nothing."""
     if gpu_skip_reason(variant, tuned.lang, dtype):
         pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
     monkeypatch.setenv(search.MODE_VARIABLE, "time")
@@ -71,10 +73,16 @@ def test_a_real_search_reports_its_choice(variant, tuned, dtype, monkeypatch):
     assert result.status == bench.STATUS_OK, result.note
     assert f"({len(tuned.candidates)} candidates," in result.note and "runner-up" in result.note, result.note
     assert any(result.note.startswith(f"autotuned: {tuned.describe(c)}, ") for c in tuned.candidates), result.note
+    tuned.choices.clear()
+    monkeypatch.setattr(search, "time_candidates", lambda runs: pytest.fail("searched again"))
+    again = checked_run(variant, tuned.lang, (512, 384, 256), "cuda", dtype)
+    assert again.status == bench.STATUS_OK, again.note
+    assert again.note.split(" (")[0] == result.note.split(" (")[0], (result.note, again.note)
+    assert "from the tuning cache" in again.note, again.note
 
 
 def test_every_search_belongs_to_its_rung():
-    """A search's key starts with its rung: choices of different rungs never mix."""
+    """A search's key names its rung: choices of different rungs never mix."""
     for variant in all_variants():
         assert len({s.lang for s in variant.searches}) == len(variant.searches), variant.stem
         for s in variant.searches:

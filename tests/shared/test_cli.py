@@ -4,13 +4,14 @@ import argparse
 import csv
 import dataclasses
 import json
+import os
 
 import pytest
 
 import torch
 
 from implementations import select
-from implementations.core import bench, cli, report, tasks
+from implementations.core import bench, cli, report, search, tasks
 
 
 @pytest.mark.parametrize("text, sizes", [
@@ -57,7 +58,7 @@ def test_help_lists_the_options_and_examples(capsys):
         cli.main(["--help"])
     out = capsys.readouterr().out
     for option in ("--rungs", "--impl", "--sizes", "--dtype", "--timing", "--csv", "--json", "--markdown", "--list",
-                   "--sweep", "--plots", "--cpu-limit"):
+                   "--sweep", "--plots", "--cpu-limit", "--retune"):
         assert option in out
     assert "examples:" in out
 
@@ -90,6 +91,17 @@ def test_results_are_written_to_csv_json_and_markdown(tmp_path, capsys):
     assert "| v03 smem_tiling" in paths["md"].read_text()
     out = capsys.readouterr().out
     assert "v03 smem_tiling" in out and "TILE=16" in out
+
+
+@pytest.mark.parametrize("extra, mode", [((), "first"), (("--retune",), "retune")])
+def test_retune_sets_the_search_mode_for_the_run_and_its_workers(extra, mode, monkeypatch):
+    """The tasks run, and the worker processes start (inheriting the environment), with the mode set; the
+    caller's environment comes back after."""
+    seen = []
+    monkeypatch.setattr(cli, "run_tasks", lambda *args, **kwargs: seen.append(os.environ[search.MODE_VARIABLE]))
+    monkeypatch.setenv(search.MODE_VARIABLE, "first")
+    assert cli.main(["--rungs", "11", "--sizes", "17x33x5", "--impl", "triton", *extra]) == 0
+    assert seen == [mode] and os.environ[search.MODE_VARIABLE] == "first"
 
 
 def test_an_interrupted_sweep_keeps_what_it_measured(tmp_path, monkeypatch, capsys):

@@ -1,10 +1,18 @@
-"""The shared search: it times every candidate once per key, launches the winner directly after that,
-reports the choice, and takes the first candidate untimed where nothing can be timed (CPU, fake timer)."""
+"""The shared search: it times every candidate once per problem, launches the winner directly after that,
+reports the choice, and takes the first candidate untimed where nothing can be timed (CPU, fake timer).
+Its tuning cache: a problem searched before, in any process, is not searched again; what the cache cannot
+trust is searched again with a one-line warning; nothing it reads is executed."""
+
+import json
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
 import pytest
 import torch
 
-from implementations.core import search
+from implementations.core import search, tuning_cache
 
 
 def fake_search(calls, **fields):
@@ -17,8 +25,9 @@ def fake_search(calls, **fields):
 
 
 @pytest.fixture
-def timed(monkeypatch):
-    """The search times here as on a GPU, with do_bench replaced by a table of times (ms)."""
+def timed(monkeypatch, tmp_path):
+    """The search times here as on a GPU, with do_bench replaced by a table of times (ms), and its tuning
+    cache in an empty directory of its own."""
     times = {"a": 3.0, "b": 1.0, "c": 2.0}
     timed_calls = []
 
@@ -33,6 +42,8 @@ def timed(monkeypatch):
     calls = []
     monkeypatch.setattr(search, "untimed_reason", lambda device: "")
     monkeypatch.setattr("triton.testing.do_bench", do_bench)
+    monkeypatch.setenv(tuning_cache.DIR_VARIABLE, str(tmp_path))
+    monkeypatch.setenv(search.MODE_VARIABLE, "time")
     return calls, timed_calls
 
 
@@ -82,6 +93,7 @@ def test_nothing_is_timed_on_the_cpu_or_when_seeded(why, monkeypatch):
     if why == "first":
         monkeypatch.setattr(torch.Tensor, "device", property(lambda t: torch.device("cuda", 0)))
         monkeypatch.setattr(torch.cuda, "get_device_name", lambda device: "fake GPU")
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device: (9, 0))
     s = fake_search(calls)
     run = s.tuned(*operands())
     run()
@@ -112,3 +124,185 @@ def test_a_choice_taken_untimed_is_searched_once_timing_is_on(timed, monkeypatch
     run = s.tuned(*operands())
     run()
     assert timed_calls == ["a", "b", "c"] and run.chosen().startswith("b, 1.000 ms")
+
+
+# ---- the tuning cache ---------------------------------------------------------------------------------
+
+
+def cached_entries() -> list:
+    return json.loads(tuning_cache.path().read_text())["entries"]
+
+
+def test_a_miss_is_searched_and_saved(timed):
+    calls, timed_calls = timed
+    s = fake_search(calls)
+    s.tuned(*operands())()
+    assert timed_calls == ["a", "b", "c"]
+    (entry,) = cached_entries()
+    assert entry["problem"] == json.loads(s.key(*operands()))
+    assert entry["best"] == "b" and entry["times_ms"] == {"a": 3.0, "b": 1.0, "c": 2.0}
+    assert entry["software"] == tuning_cache.software() and entry["searched"].startswith("20")
+
+
+def test_a_problem_searched_in_another_process_is_not_searched_again(timed, capsys):
+    calls, timed_calls = timed
+    fake_search(calls).tuned(*operands())()
+    del calls[:]
+    run = fake_search(calls).tuned(*operands())  # a new Search: nothing chosen in memory, as in a new process
+    run()
+    assert timed_calls == ["a", "b", "c"], "the second search timed nothing"
+    assert calls == ["refresh", "b"]
+    date = cached_entries()[0]["searched"][:10]
+    assert run.chosen().startswith("b, 1.000 ms; runner-up c 2.000 ms (3 candidates, from the tuning cache: "
+                                   f"searched {date} in "), run.chosen()
+    assert capsys.readouterr().err == ""
+
+
+def test_the_key_tells_apart_what_the_kernels_are_specialised_on():
+    s = fake_search([])
+    keys = {s.key(*operands()), s.key(*operands(M=9)), s.key(*(t.half() for t in operands())),
+            s.key(operands()[0].t().contiguous().t(), *operands()[1:]),  # A column-major
+            s.key(torch.zeros(8, 4)[:, :2], *operands()[1:]),  # A's rows 4 apart, not 2
+            s.key(torch.zeros(17)[1:].view(8, 2), *operands()[1:])}  # A 4 bytes off 16-byte alignment
+    assert len(keys) == 6
+    problem = json.loads(s.key(operands()[0].t().contiguous().t(), *operands()[1:]))
+    assert problem["layout"] == "tn" and json.loads(s.key(*operands()))["layout"] == "nn"
+
+
+def test_retune_searches_again_and_saves(timed, monkeypatch):
+    calls, timed_calls = timed
+    fake_search(calls).tuned(*operands())()
+    monkeypatch.setenv(search.MODE_VARIABLE, "retune")
+    monkeypatch.setattr("triton.testing.do_bench", lambda fn, warmup, rep: timed_calls.append("again") or 1.0)
+    fake_search(calls).tuned(*operands())()
+    assert timed_calls == ["a", "b", "c", "again", "again", "again"]
+    (entry,) = cached_entries()
+    assert entry["best"] == "a" and entry["times_ms"] == {"a": 1.0, "b": 1.0, "c": 1.0}
+
+
+def untrusted(kind: str, file, tmp_path):
+    """Spoil the cache file (holding one good entry) in one way."""
+    if kind == "not JSON":
+        file.write_text('{"schema": 1, "entries": [')
+        return
+    if kind == "not UTF-8":
+        file.write_bytes(b"\xff\xfe")
+        return
+    document = json.loads(file.read_text())
+    entry = document["entries"][0]
+    if kind == "another schema":
+        document["schema"] += 1
+    elif kind == "entries not a list":
+        document["entries"] = {"0": entry}
+    elif kind == "malformed entry":
+        entry["times_ms"] = list(entry["times_ms"])
+    elif kind == "unknown candidate":
+        # a description that would leave a file behind if anything evaluated it
+        evil = f"__import__('pathlib').Path({str(tmp_path / 'executed')!r}).touch()"
+        entry["best"] = evil
+        entry["times_ms"] = {evil: 0.5, "a": 3.0, "b": 1.0}
+    elif kind == "other candidates":
+        entry["times_ms"]["d"] = 5.0
+    elif kind == "not the fastest":
+        entry["best"] = "a"
+    elif kind == "other software":
+        entry["software"]["triton"] = "0.0"
+    file.write_text(json.dumps(document))
+
+
+@pytest.mark.parametrize("kind", ["not JSON", "not UTF-8", "another schema", "entries not a list", "malformed entry",
+                                  "unknown candidate", "other candidates", "not the fastest", "other software"])
+def test_an_entry_that_cannot_be_trusted_is_searched_again_with_one_warning(kind, timed, tmp_path, capsys):
+    calls, timed_calls = timed
+    fake_search(calls).tuned(*operands())()
+    untrusted(kind, tuning_cache.path(), tmp_path)
+    run = fake_search(calls).tuned(*operands())
+    run()
+    assert timed_calls == ["a", "b", "c"] * 2
+    assert run.chosen().startswith("b, 1.000 ms") and "from the tuning cache" not in run.chosen()
+    warned = capsys.readouterr().err.splitlines()
+    assert len(warned) == 1 and warned[0].startswith("tuning cache: "), warned
+    assert not (tmp_path / "executed").exists()
+    fake_search(calls).tuned(*operands())()
+    assert timed_calls == ["a", "b", "c"] * 2, "the search's result replaced what could not be trusted"
+    assert capsys.readouterr().err == ""
+    (entry,) = cached_entries()
+    assert entry["best"] == "b" and entry["software"] == tuning_cache.software()
+
+
+def test_choices_taken_untimed_are_neither_saved_nor_read(timed, monkeypatch):
+    calls, timed_calls = timed
+    fake_search(calls).tuned(*operands())()
+    saved = tuning_cache.path().read_text()
+    for why in ("interpreter: first candidate, untimed", f"{search.MODE_VARIABLE}=first: first candidate, untimed"):
+        monkeypatch.setattr(search, "untimed_reason", lambda device: why)
+        run = fake_search(calls).tuned(*operands())
+        run()
+        assert run.chosen() == f"a ({why})", "the cache's choice (b) was not read"
+        fake_search(calls).tuned(*operands(M=9))()
+    assert timed_calls == ["a", "b", "c"] and tuning_cache.path().read_text() == saved
+
+
+def test_a_failed_write_leaves_the_old_file_whole_and_no_temporary_file(timed, monkeypatch, capsys):
+    calls, timed_calls = timed
+    fake_search(calls).tuned(*operands())()
+    saved = tuning_cache.path().read_text()
+
+    def dump(document, out, **options):
+        out.write('{"schema": 1, "entr')
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(tuning_cache.json, "dump", dump)
+    run = fake_search(calls).tuned(*operands(M=9))
+    run()
+    assert timed_calls == ["a", "b", "c"] * 2 and run.chosen().startswith("b, 1.000 ms"), "the run goes on"
+    assert capsys.readouterr().err == "tuning cache: not saved: No space left on device\n"
+    assert tuning_cache.path().read_text() == saved
+    assert sorted(p.name for p in tuning_cache.path().parent.iterdir()) == ["tuning.json", "tuning.json.lock"]
+
+
+def test_processes_saving_at_once_lose_no_entry(tmp_path, monkeypatch):
+    """Threads stand in for processes: each opens the lock file afresh, and flock locks open files."""
+    monkeypatch.setenv(tuning_cache.DIR_VARIABLE, str(tmp_path))
+
+    def save(writer):
+        for i in range(15):
+            tuning_cache.save(tuning_cache.Entry({"writer": writer, "i": i}, "a", {"a": 1.0}, 1.0, "2026-01-01",
+                                                 tuning_cache.software()))
+
+    writers = [threading.Thread(target=save, args=(w,)) for w in range(6)]
+    for w in writers:
+        w.start()
+    for w in writers:
+        w.join()
+    assert len(cached_entries()) == 6 * 15
+
+
+def test_where_the_cache_lives(monkeypatch, tmp_path):
+    monkeypatch.setenv(tuning_cache.DIR_VARIABLE, str(tmp_path / "mine"))
+    assert tuning_cache.path() == tmp_path / "mine" / "tuning.json"
+    monkeypatch.delenv(tuning_cache.DIR_VARIABLE)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert tuning_cache.path() == tmp_path / "xdg" / "triton-vs-cuda" / "tuning.json"
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert tuning_cache.path() == tmp_path / "home" / ".cache" / "triton-vs-cuda" / "tuning.json"
+
+
+def test_candidates_described_alike_are_refused():
+    with pytest.raises(ValueError, match="described alike"):
+        search.Search("tests.fake", "cuda", ("a", "A"), search.each(None), tile=None, describe=str.lower)
+
+
+def test_an_unknown_mode_is_refused(monkeypatch):
+    monkeypatch.setenv(search.MODE_VARIABLE, "fastest")
+    with pytest.raises(ValueError, match="expected one of time, retune, first"):
+        search.mode()
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the script times every tuned rung (minutes)")
+def test_first_call_says_in_one_line_that_it_needs_a_gpu():
+    script = Path(__file__).resolve().parents[2] / "scripts" / "first_call.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == ["first_call.py needs a CUDA device: it times the tuned rungs' searches on a GPU"]
