@@ -27,6 +27,9 @@ CUDA C and Triton side by side:
 TMA needs 16-byte aligned row pitches: when K or N is not a multiple of 8 (16-bit elements), both
 sides copy A and B once per call into zero-padded buffers (inside the timed call: it is part of the
 cost), which changes nothing in the product. C is written with masked stores, so any M and N work.
+Layouts: Triton's kernel reads a transposed operand in place (A_T / B_T: boxes of the matrix the view
+transposes, `.T` in the kernel; wgmma reads 16-bit operands of either major order from shared memory);
+the CUDA C kernel takes A K-major and B N-major only, so the shared layer copies other layouts for it.
 The Triton kernel has two knobs off here that v15 turns on: FLATTEN (one software pipeline over the
 tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores).
 
@@ -43,6 +46,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from .core.check import LAYOUTS
 from .core.cuda_c import CudaSource, bind, check_grid, tensor_map_2d
 from .core.registry import Variant
 from .v11_autotuned import grouped_tile
@@ -77,6 +81,31 @@ def tma_operands(a: torch.Tensor, b: torch.Tensor):
         b_pad[:K, :N].copy_(b)
 
     return a_pad, b_pad, refresh
+
+
+def tma_views(a: torch.Tensor, b: torch.Tensor):
+    """(a_s, b_s, layout, refresh) for the Triton kernel: the row-major matrices TMA reads, each operand
+    itself or, for a transposed view, the matrix it views (layout: {"A_T": True} and/or {"B_T": True}), each
+    zero-padded to a 16-byte row pitch where it is not one (refresh() copies the operands into the padded
+    ones: call it inside the timed run). The padding lies past K or past M or N, where it adds nothing."""
+    stored, layout, copies = [], {}, []
+    for flag, t in (("A_T", a), ("B_T", b)):
+        transposed = not t.is_contiguous()  # the shared layer hands over row-major matrices or transposed views
+        s = t.mT if transposed else t
+        if transposed:
+            layout[flag] = True
+        align = 16 // t.element_size()
+        if s.shape[1] % align or s.data_ptr() % 16:
+            padded = torch.zeros((s.shape[0], triton.cdiv(s.shape[1], align) * align), dtype=s.dtype, device=s.device)
+            copies.append((padded[:, :s.shape[1]], s))
+            s = padded
+        stored.append(s)
+
+    def refresh():
+        for dst, src in copies:
+            dst.copy_(src)
+
+    return *stored, layout, refresh
 
 
 def zero_product(c):
@@ -121,7 +150,7 @@ def wgmma_tma_cuda(a, b, c):
 def tma_persistent_kernel(
     a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, c_desc,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr,
+    FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False,
 ):
     # ---- 1. this program's tiles: pid, pid + programs, ..., each mapped in grouped order (FLATTEN, v15:
     #         the tile loop and the k-loop software-pipelined as one) ----
@@ -132,9 +161,17 @@ def tma_persistent_kernel(
         pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kb in range(k_tiles):
-            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight) ----
-            a = a_desc.load([pid_m * BLOCK_M, kb * BLOCK_K])
-            b = b_desc.load([kb * BLOCK_K, pid_n * BLOCK_N])
+            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight). A transposed
+            #         operand (A_T, B_T) is a box of the matrix it views, transposed in shared memory's
+            #         description only: wgmma reads 16-bit operands either way round ----
+            if A_T:
+                a = a_desc.load([kb * BLOCK_K, pid_m * BLOCK_M]).T
+            else:
+                a = a_desc.load([pid_m * BLOCK_M, kb * BLOCK_K])
+            if B_T:
+                b = b_desc.load([pid_n * BLOCK_N, kb * BLOCK_K]).T
+            else:
+                b = b_desc.load([kb * BLOCK_K, pid_n * BLOCK_N])
             # ---- 3. multiply (wgmma on Hopper) ----
             acc = tl.dot(a, b, acc)
         # ---- 4. write back, rounded to C's type: masked stores, or (C_BY_TMA, v15) two TMA stores of half a
@@ -158,10 +195,11 @@ def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int) -
 
 def bind_tma_persistent(a_t, b_t, c, M, N, K, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, kernel=None, **knobs):
     """`kernel` (by default `tma_persistent_kernel`, or one with its parameters) bound to TMA-ready operands
-    (from `tma_operands`) of an M×N×K product: returns the launch."""
+    (from `tma_views`; A_T / B_T in knobs: the matrix a transposed operand views) of an M×N×K product:
+    returns the launch."""
     kernel = kernel or tma_persistent_kernel
-    a_desc = TensorDescriptor.from_tensor(a_t, [BLOCK_M, BLOCK_K])
-    b_desc = TensorDescriptor.from_tensor(b_t, [BLOCK_K, BLOCK_N])
+    a_desc = TensorDescriptor.from_tensor(a_t, [BLOCK_K, BLOCK_M] if knobs.get("A_T") else [BLOCK_M, BLOCK_K])
+    b_desc = TensorDescriptor.from_tensor(b_t, [BLOCK_N, BLOCK_K] if knobs.get("B_T") else [BLOCK_K, BLOCK_N])
     grid = (programs(c.device, M, N, BLOCK_M, BLOCK_N),)
     check_grid(grid)
     return functools.partial(
@@ -174,8 +212,8 @@ def launch_tma_persistent(a, b, c, **config):
     M, K = a.shape
     if K == 0:
         return zero_product(c)
-    a_t, b_t, refresh = tma_operands(a, b)
-    launch = bind_tma_persistent(a_t, b_t, c, M, b.shape[1], K, **config)
+    a_t, b_t, layout, refresh = tma_views(a, b)
+    launch = bind_tma_persistent(a_t, b_t, c, M, b.shape[1], K, **config, **layout)
 
     def run():
         refresh()
@@ -188,10 +226,10 @@ def bind_configs(a, b, c, configs, kernel=None, extra=lambda config: {}):
     """(refresh, {config: launch}): `triton.Config`s of `kernel` sharing one set of TMA-ready operands, each
     with its own descriptors' boxes and `extra(config)`'s further arguments (the searches of v15 and v16)."""
     M, K = a.shape
-    a_t, b_t, refresh = tma_operands(a, b)
+    a_t, b_t, layout, refresh = tma_views(a, b)
     return refresh, {config: bind_tma_persistent(a_t, b_t, c, M, b.shape[1], K, **config.kwargs, kernel=kernel,
                                                  num_warps=config.num_warps, num_stages=config.num_stages,
-                                                 **extra(config))
+                                                 **extra(config), **layout)
                      for config in configs}
 
 
@@ -209,4 +247,5 @@ VARIANT = Variant(
     cuda_source=KERNELS,
     min_cc=(9, 0),  # TMA and wgmma: Hopper
     tile=(BM, BN),
+    layouts={"triton": LAYOUTS},  # TMA boxes of the matrix a transposed operand views (tma_views)
 )

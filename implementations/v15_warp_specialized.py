@@ -40,7 +40,9 @@ this tile's epilogue, as the CUDA producer arranges by hand: v14's `tma_persiste
 and C_BY_TMA on. Left out: warp specialization, the register split, clusters, the alternating k.
 
 Constraints: fp16/bf16 on sm_90a. TMA writes C only when its rows are 16-byte aligned (N % 8 == 0);
-otherwise the accumulators go straight from registers to memory, as in v14.
+otherwise the accumulators go straight from registers to memory, as in v14. Layouts: the Triton side
+reads transposed operands in place (v14's A_T / B_T: TMA boxes of the matrix a view transposes); the CUDA
+C side reads row-major A and B, so the shared layer copies other layouts for it.
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100
 worklogs with these techniques report a little above cuBLAS.
@@ -56,6 +58,7 @@ import torch
 import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from .core.check import LAYOUTS
 from .core.cuda_c import CudaSource, bind, function_pointer, tensor_map_2d
 from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant
@@ -254,4 +257,5 @@ VARIANT = Variant(
     cuda_source=KERNELS,
     min_cc=(9, 0),
     searches=(CUDA_SEARCH, TRITON_SEARCH),
+    layouts={"triton": LAYOUTS},  # v14's Triton kernel: TMA boxes of the matrix a transposed operand views
 )
