@@ -40,8 +40,9 @@ compilation only: what matches the CUDA tile is written out, layouts, copies, wa
 Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot` candidate runs,
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
-Layouts: both Triton kernels index A, B and C through their strides, so transposed operands (nt, tn, tt)
-are read in place; the CUDA C kernels index row-major memory, so the shared layer copies other layouts.
+Layouts and batches: both Triton kernels index A, B and C through their strides, so transposed operands
+(nt, tn, tt) are read in place, and grid axis 1 walks a batch (phase 0); the CUDA C kernels index
+row-major matrices, so the shared layer copies other layouts and launches a batch matrix by matrix.
 
 What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both
 languages (the Triton side through its Gluon kernel).
@@ -175,28 +176,40 @@ gluon_grouped_tile = gluon.jit(_grouped_tile)  # the same function for the Gluon
 @triton.jit
 def autotuned_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
+    # ---- 0. the product of a batch this program computes: grid axis 1 (a stride of 0: one shared operand) ----
+    product = tl.program_id(1).to(tl.int64)
+    a_ptr += product * stride_ab
+    b_ptr += product * stride_bb
+    c_ptr += product * stride_cb
     # ---- 1. map this program to a tile of C, GROUP_M block rows at a time, column by column ----
     pid_m, pid_n = grouped_tile(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), GROUP_M)
     block_tile(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                pid_m, pid_n, BLOCK_M, BLOCK_N, BLOCK_K)
 
 
-def _grid(M, N):
-    return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]),)
+def _grid(M, N, batch):
+    return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), batch)
+
+
+def operand_args(a, b, c) -> tuple[int, tuple]:
+    """(products, (M, N, K and the strides both Triton kernels take)) for matrices or a batch of them: the
+    strides within a matrix, then from one matrix of the batch to the next (0 for a 2-D operand, shared)."""
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    products = c.shape[0] if c.dim() == 3 else 1
+    within = (a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1))
+    across = tuple(t.stride(0) if t.dim() == 3 else 0 for t in (a, b, c))
+    return products, (M, N, K, *within, *across)
 
 
 def launch_config(a, b, c, config: triton.Config):
     """One Triton config, without the search (the interpreter's path; the tests check each config)."""
-    M, K = a.shape
-    N = b.shape[1]
-    return functools.partial(
-        autotuned_kernel[_grid(M, N)],
-        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-        **config.all_kwargs(),
-    )
+    products, args = operand_args(a, b, c)
+    M, N = args[:2]
+    return functools.partial(autotuned_kernel[_grid(M, N, products)], a, b, c, *args, **config.all_kwargs())
 
 
 def describe(candidate) -> str:
@@ -213,9 +226,8 @@ def launch_triton_candidate(a, b, c, candidate):
 
 def autotuned_triton(a, b, c):
     """The `tl.dot` configs and the Gluon tiles, searched together; under the interpreter the first config runs."""
-    M, K = a.shape
-    N = b.shape[1]
-    check_grid((triton.cdiv(M, 64) * triton.cdiv(N, 64),))  # the smallest tile makes the largest grid
+    products, (M, N, K, *_) = operand_args(a, b, c)
+    check_grid((triton.cdiv(M, 64) * triton.cdiv(N, 64), products))  # the smallest tile makes the largest grid
     return TRITON_SEARCH.tuned(a, b, c)
 
 
@@ -308,11 +320,16 @@ def multiply_steps(acc, a, b, a_smem, b_smem, a_other, b_other, t, copies, FIRST
 @gluon.jit
 def gluon_warptile_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
-    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+    stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
     BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr, WARP_M: gl.constexpr,
     WARP_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, EVEN: gl.constexpr, A_K_LANES: gl.constexpr,
     TRIP_START: gl.constexpr,
 ):
+    # ---- 0. the product of a batch this program computes: grid axis 1 (a stride of 0: one shared operand) ----
+    product = gl.program_id(1).to(gl.int64)
+    a_ptr += product * stride_ab
+    b_ptr += product * stride_bb
+    c_ptr += product * stride_cb
     # ---- 1. map this program to a tile of C, GROUP_M block rows at a time, column by column ----
     pid_m, pid_n = gluon_grouped_tile(gl.program_id(0), gl.cdiv(M, BLOCK_M), gl.cdiv(N, BLOCK_N), GROUP_M)
 
@@ -383,11 +400,10 @@ def gluon_warptile_kernel(
 
 def launch_gluon(a, b, c, tile: Tile, **knobs):
     """One Gluon candidate, bound to these operands (GPU only: Gluon has no interpreter)."""
-    M, K = a.shape
-    N = b.shape[1]
+    products, args = operand_args(a, b, c)
+    M, N, K = args[:3]
     return functools.partial(
-        gluon_warptile_kernel[tile.grid(M, N)],
-        a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
+        gluon_warptile_kernel[(*tile.grid(M, N), products)], a, b, c, *args,
         BLOCK_M=tile.BM, BLOCK_N=tile.BN, BLOCK_K=tile.BK, WARP_M=tile.WM, WARP_N=tile.WN, STAGES=tile.STAGES,
         GROUP_M=tile.GROUP_M, EVEN=M % tile.BM == 0 and N % tile.BN == 0 and K % tile.BK == 0,
         num_warps=tile.threads // 32, **(GLUON_KNOBS | knobs),
@@ -402,7 +418,7 @@ def compile_gluon(tile: Tile, capability: tuple[int, int], even: bool = False, *
     from triton.experimental.gluon._runtime import GluonASTSource
 
     names = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
-             "stride_cm", "stride_cn")
+             "stride_cm", "stride_cn", "stride_ab", "stride_bb", "stride_cb")
     unit = {"stride_ak", "stride_bn", "stride_cn"}
     signature = {n: "*fp32" if n.endswith("_ptr") else "constexpr" if n in unit else "i32" for n in names}
     constants = {n: 1 for n in unit} | {"EVEN": even} | GLUON_KNOBS | knobs | dict(zip(
@@ -428,6 +444,7 @@ VARIANT = Variant(
     min_cc=(8, 0),  # cp.async
     searches=(CUDA_SEARCH, TRITON_SEARCH),
     layouts={"triton": LAYOUTS},  # both kernels index A, B and C through their strides
+    batched=("triton",),  # grid axis 1 walks the batch
 )
 
 

@@ -27,9 +27,11 @@ CUDA C and Triton side by side:
 TMA needs 16-byte aligned row pitches: when K or N is not a multiple of 8 (16-bit elements), both
 sides copy A and B once per call into zero-padded buffers (inside the timed call: it is part of the
 cost), which changes nothing in the product. C is written with masked stores, so any M and N work.
-Layouts: Triton's kernel reads a transposed operand in place (A_T / B_T: boxes of the matrix the view
-transposes, `.T` in the kernel; wgmma reads 16-bit operands of either major order from shared memory);
-the CUDA C kernel takes A K-major and B N-major only, so the shared layer copies other layouts for it.
+Layouts and batches: Triton's kernel reads a transposed operand in place (A_T / B_T: boxes of the matrix
+the view transposes, `.T` in the kernel; wgmma reads 16-bit operands of either major order from shared
+memory) and a batch in one launch (3-D descriptors, boxes of one matrix; the persistent loop walks every
+product's tiles); the CUDA C kernel takes one product of a K-major A and an N-major B, so the shared layer
+copies other layouts for it and launches a batch matrix by matrix.
 The Triton kernel has two knobs off here that v15 turns on: FLATTEN (one software pipeline over the
 tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores).
 
@@ -84,8 +86,8 @@ def tma_operands(a: torch.Tensor, b: torch.Tensor):
 
 
 def tma_views(a: torch.Tensor, b: torch.Tensor):
-    """(a_s, b_s, layout, refresh) for the Triton kernel: the row-major matrices TMA reads, each operand
-    itself or, for a transposed view, the matrix it views (layout: {"A_T": True} and/or {"B_T": True}), each
+    """(a_s, b_s, layout, refresh) for the Triton kernel: the row-major matrices (or batches of them) TMA
+    reads, each operand itself or, for a transposed view, the matrix it views (layout: {"A_T": True} and/or {"B_T": True}), each
     zero-padded to a 16-byte row pitch where it is not one (refresh() copies the operands into the padded
     ones: call it inside the timed run). The padding lies past K or past M or N, where it adds nothing."""
     stored, layout, copies = [], {}, []
@@ -95,9 +97,10 @@ def tma_views(a: torch.Tensor, b: torch.Tensor):
         if transposed:
             layout[flag] = True
         align = 16 // t.element_size()
-        if s.shape[1] % align or s.data_ptr() % 16:
-            padded = torch.zeros((s.shape[0], triton.cdiv(s.shape[1], align) * align), dtype=s.dtype, device=s.device)
-            copies.append((padded[:, :s.shape[1]], s))
+        if s.shape[-1] % align or s.data_ptr() % 16:
+            padded = torch.zeros((*s.shape[:-1], triton.cdiv(s.shape[-1], align) * align), dtype=s.dtype,
+                                 device=s.device)
+            copies.append((padded[..., :s.shape[-1]], s))
             s = padded
         stored.append(s)
 
@@ -147,49 +150,70 @@ def wgmma_tma_cuda(a, b, c):
 
 
 @triton.jit
+def operand_box(desc, product, row, col, ROWS: tl.constexpr, COLS: tl.constexpr, TRANSPOSED: tl.constexpr,
+                IN_BATCH: tl.constexpr):
+    """The ROWS×COLS box at (row, col) of an operand, through its TMA descriptor: of the matrix a transposed
+    operand views (TRANSPOSED: the box read the other way round, transposed in shared memory's description
+    only: wgmma reads 16-bit operands either way round), of matrix `product` of a 3-D batch (IN_BATCH)."""
+    if TRANSPOSED:
+        if IN_BATCH:
+            box = desc.load([product, col, row]).reshape(COLS, ROWS).T
+        else:
+            box = desc.load([col, row]).T
+    else:
+        if IN_BATCH:
+            box = desc.load([product, row, col]).reshape(ROWS, COLS)
+        else:
+            box = desc.load([row, col])
+    return box
+
+
+@triton.jit
 def tma_persistent_kernel(
     a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, c_desc,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False,
+    A_3D: tl.constexpr = False, B_3D: tl.constexpr = False, products=1, stride_cb=0,
 ):
-    # ---- 1. this program's tiles: pid, pid + programs, ..., each mapped in grouped order (FLATTEN, v15:
-    #         the tile loop and the k-loop software-pipelined as one) ----
+    # ---- 1. this program's tiles: pid, pid + programs, ..., over every product of a batch, each mapped in
+    #         grouped order (FLATTEN, v15: the tile loop and the k-loop software-pipelined as one) ----
     grid_m = tl.cdiv(M, BLOCK_M)
     grid_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
-    for tile in tl.range(tl.program_id(0), grid_m * grid_n, tl.num_programs(0), flatten=FLATTEN):
-        pid_m, pid_n = grouped_tile(tile, grid_m, grid_n, GROUP_M)
+    tiles = grid_m * grid_n
+    for tile in tl.range(tl.program_id(0), products * tiles, tl.num_programs(0), flatten=FLATTEN):
+        product = tile // tiles
+        pid_m, pid_n = grouped_tile(tile % tiles, grid_m, grid_n, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kb in range(k_tiles):
-            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight). A transposed
-            #         operand (A_T, B_T) is a box of the matrix it views, transposed in shared memory's
-            #         description only: wgmma reads 16-bit operands either way round ----
-            if A_T:
-                a = a_desc.load([kb * BLOCK_K, pid_m * BLOCK_M]).T
-            else:
-                a = a_desc.load([pid_m * BLOCK_M, kb * BLOCK_K])
-            if B_T:
-                b = b_desc.load([pid_n * BLOCK_N, kb * BLOCK_K]).T
-            else:
-                b = b_desc.load([kb * BLOCK_K, pid_n * BLOCK_N])
+            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight); of the
+            #         matrix a transposed operand views (A_T, B_T), of this product's matrix in a batch ----
+            a = operand_box(a_desc, product, pid_m * BLOCK_M, kb * BLOCK_K, BLOCK_M, BLOCK_K, A_T, A_3D)
+            b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, B_T, B_3D)
             # ---- 3. multiply (wgmma on Hopper) ----
             acc = tl.dot(a, b, acc)
         # ---- 4. write back, rounded to C's type: masked stores, or (C_BY_TMA, v15) two TMA stores of half a
         #         tile each, clipped at the edges (C's rows must be 16-byte aligned) ----
+        out = acc.to(c_ptr.dtype.element_ty)
         if C_BY_TMA:
-            left, right = tl.split(tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left.to(c_ptr.dtype.element_ty))
-            c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right.to(c_ptr.dtype.element_ty))
+            left, right = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))
+            if A_3D or B_3D:
+                c_desc.store([product, pid_m * BLOCK_M, pid_n * BLOCK_N], left.reshape(1, BLOCK_M, BLOCK_N // 2))
+                c_desc.store([product, pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2],
+                             right.reshape(1, BLOCK_M, BLOCK_N // 2))
+            else:
+                c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left)
+                c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right)
         else:
             offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
             offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-            c_ptrs = c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-            tl.store(c_ptrs, acc.to(c_ptr.dtype.element_ty), mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+            c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+            tl.store(c_ptrs, out, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 
 
-def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int) -> int:
+def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int, products: int = 1) -> int:
     """One program per SM (at most one per tile); on the CPU, where the interpreter runs, one per tile."""
-    tiles = triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
+    tiles = products * triton.cdiv(M, BLOCK_M) * triton.cdiv(N, BLOCK_N)
     return min(sm_count(device), tiles) if device.type == "cuda" else tiles
 
 
@@ -198,22 +222,28 @@ def bind_tma_persistent(a_t, b_t, c, M, N, K, *, BLOCK_M, BLOCK_N, BLOCK_K, GROU
     (from `tma_views`; A_T / B_T in knobs: the matrix a transposed operand views) of an M×N×K product:
     returns the launch."""
     kernel = kernel or tma_persistent_kernel
-    a_desc = TensorDescriptor.from_tensor(a_t, [BLOCK_K, BLOCK_M] if knobs.get("A_T") else [BLOCK_M, BLOCK_K])
-    b_desc = TensorDescriptor.from_tensor(b_t, [BLOCK_N, BLOCK_K] if knobs.get("B_T") else [BLOCK_K, BLOCK_N])
-    grid = (programs(c.device, M, N, BLOCK_M, BLOCK_N),)
+
+    def box(t, rows, cols, transposed):  # a 3-D operand: a box of one of its matrices
+        return [1] * (t.dim() - 2) + ([cols, rows] if transposed else [rows, cols])
+
+    a_desc = TensorDescriptor.from_tensor(a_t, box(a_t, BLOCK_M, BLOCK_K, knobs.get("A_T")))
+    b_desc = TensorDescriptor.from_tensor(b_t, box(b_t, BLOCK_K, BLOCK_N, knobs.get("B_T")))
+    if c.dim() == 3:
+        knobs |= {"A_3D": a_t.dim() == 3, "B_3D": b_t.dim() == 3, "products": c.shape[0], "stride_cb": c.stride(0)}
+    grid = (programs(c.device, M, N, BLOCK_M, BLOCK_N, c.shape[0] if c.dim() == 3 else 1),)
     check_grid(grid)
     return functools.partial(
-        kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(0), c.stride(1),
+        kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(-2), c.stride(-1),
         BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, **knobs)
 
 
 def launch_tma_persistent(a, b, c, **config):
     """`bind_tma_persistent` on padded-if-needed operands: returns the run (refresh + launch)."""
-    M, K = a.shape
+    M, K = a.shape[-2:]
     if K == 0:
         return zero_product(c)
     a_t, b_t, layout, refresh = tma_views(a, b)
-    launch = bind_tma_persistent(a_t, b_t, c, M, b.shape[1], K, **config, **layout)
+    launch = bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config, **layout)
 
     def run():
         refresh()
@@ -225,9 +255,9 @@ def launch_tma_persistent(a, b, c, **config):
 def bind_configs(a, b, c, configs, kernel=None, extra=lambda config: {}):
     """(refresh, {config: launch}): `triton.Config`s of `kernel` sharing one set of TMA-ready operands, each
     with its own descriptors' boxes and `extra(config)`'s further arguments (the searches of v15 and v16)."""
-    M, K = a.shape
+    M, K = a.shape[-2:]
     a_t, b_t, layout, refresh = tma_views(a, b)
-    return refresh, {config: bind_tma_persistent(a_t, b_t, c, M, b.shape[1], K, **config.kwargs, kernel=kernel,
+    return refresh, {config: bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, kernel=kernel,
                                                  num_warps=config.num_warps, num_stages=config.num_stages,
                                                  **extra(config), **layout)
                      for config in configs}
@@ -248,4 +278,5 @@ VARIANT = Variant(
     min_cc=(9, 0),  # TMA and wgmma: Hopper
     tile=(BM, BN),
     layouts={"triton": LAYOUTS},  # TMA boxes of the matrix a transposed operand views (tma_views)
+    batched=("triton",),  # the persistent tile loop walks every product's tiles
 )

@@ -40,9 +40,9 @@ this tile's epilogue, as the CUDA producer arranges by hand: v14's `tma_persiste
 and C_BY_TMA on. Left out: warp specialization, the register split, clusters, the alternating k.
 
 Constraints: fp16/bf16 on sm_90a. TMA writes C only when its rows are 16-byte aligned (N % 8 == 0);
-otherwise the accumulators go straight from registers to memory, as in v14. Layouts: the Triton side
-reads transposed operands in place (v14's A_T / B_T: TMA boxes of the matrix a view transposes); the CUDA
-C side reads row-major A and B, so the shared layer copies other layouts for it.
+otherwise the accumulators go straight from registers to memory, as in v14. Layouts and batches: the
+Triton side reads transposed operands and batches in place (v14's kernel); the CUDA C side computes one
+product of row-major A and B, so the shared layer copies other layouts and launches per matrix for it.
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100
 worklogs with these techniques report a little above cuBLAS.
@@ -104,7 +104,7 @@ C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consume
 
 def tma_writable(c: torch.Tensor) -> bool:
     """Whether TMA can write C: its rows must start 16-byte aligned."""
-    return (c.shape[1] * c.element_size()) % 16 == 0 and c.data_ptr() % 16 == 0
+    return (c.shape[-1] * c.element_size()) % 16 == 0 and c.data_ptr() % 16 == 0
 
 
 def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
@@ -230,7 +230,7 @@ def c_descriptor(c: torch.Tensor, config: triton.Config) -> dict:
     (masked stores)."""
     if not tma_writable(c):
         return {"c_desc": None, "C_BY_TMA": False}
-    block = [config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"] // 2]
+    block = [1] * (c.dim() - 2) + [config.kwargs["BLOCK_M"], config.kwargs["BLOCK_N"] // 2]
     return {"c_desc": TensorDescriptor.from_tensor(c, block), "C_BY_TMA": True}
 
 
@@ -243,7 +243,7 @@ TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS, prepare_triton, tile=
 
 
 def warp_specialized_triton(a, b, c):
-    if a.shape[1] == 0:
+    if a.shape[-1] == 0:
         return zero_product(c)
     return TRITON_SEARCH.tuned(a, b, c)
 
@@ -258,4 +258,5 @@ VARIANT = Variant(
     min_cc=(9, 0),
     searches=(CUDA_SEARCH, TRITON_SEARCH),
     layouts={"triton": LAYOUTS},  # v14's Triton kernel: TMA boxes of the matrix a transposed operand views
+    batched=("triton",),  # v14's persistent tile loop walks every product's tiles
 )

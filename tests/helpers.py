@@ -58,5 +58,6 @@ def candidate(a, b, launcher):
     """A Prepared for one autotune candidate: `launcher(c)` binds it to a, b and a fresh c."""
     from implementations.core.registry import Prepared
 
-    c = torch.empty(a.shape[0], b.shape[1], device=a.device, dtype=a.dtype)
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    c = torch.empty(*batch, a.shape[-2], b.shape[-1], device=a.device, dtype=a.dtype)
     return Prepared(launcher(c), c)

@@ -149,9 +149,10 @@ class Search:
             "gpu": torch.cuda.get_device_name(a.device) if gpu else "cpu",
             "cc": "{}.{}".format(*torch.cuda.get_device_capability(a.device)) if gpu else None,
             "dtype": str(a.dtype).removeprefix("torch."),
-            # n: row-major (unit column stride), t: column-major; every rung takes nn today
-            "layout": "".join("n" if t.stride(1) == 1 else "t" for t in (a, b)),
-            "M": a.shape[0], "N": b.shape[1], "K": a.shape[1],
+            # n: row-major (unit column stride), t: column-major (a transposed view)
+            "layout": "".join("n" if t.stride(-1) == 1 else "t" for t in (a, b)),
+            "M": a.shape[-2], "N": b.shape[-1], "K": a.shape[-1],
+            "batch": [list(t.shape[:-2]) for t in (a, b)],  # [[], []]: one product; [[B], []]: B shares one B
             "strides": [t.stride() for t in (a, b, c)],
             "aligned": all(t.data_ptr() % 16 == 0 for t in (a, b, c)),
         }

@@ -29,13 +29,13 @@ def search_id(value):
     return param_id(value)
 
 
-def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False, layout="nn"):
+def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False, layout="nn", batch=0):
     for cand in tuned.candidates:
         if skip(cand):
             continue
         result = bench.measure(
             rung=variant.tag, name=variant.name, config=tuned.describe(cand), impl=tuned.lang,
-            precision=PRECISIONS[dtype], shape=shape, device=torch.device(device), seed=11, layout=layout,
+            precision=PRECISIONS[dtype], shape=shape, device=torch.device(device), seed=11, layout=layout, batch=batch,
             prepare=lambda a, b, cand=cand: candidate(a, b, lambda c: tuned.one(a, b, c, cand)))
         assert result.status == bench.STATUS_OK, (tuned.describe(cand), result.error, result.bound, result.note)
 
@@ -103,3 +103,17 @@ def test_every_candidate_reads_the_layouts_its_rung_declares(variant, tuned, dty
     cpu = device.type == "cpu"
     check_every_candidate(variant, tuned, dtype, (33, 17, 47) if cpu else (97, 61, 130), device,
                           skip=tuned.gpu_only if cpu else (lambda cand: False), layout=layout)
+
+
+BATCHED = [(v, s, dtype) for v, s, dtype in SEARCHES if s.lang in v.batched]
+
+
+@pytest.mark.parametrize("variant, tuned, dtype", BATCHED, ids=search_id)
+def test_every_candidate_of_a_batched_kernel_computes_a_batch(variant, tuned, dtype, device):
+    if device.type == "cpu" and (tuned.lang == "cuda" or dtype == "bf16"):
+        pytest.skip("needs a CUDA device" if tuned.lang == "cuda" else INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, tuned.lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
+    cpu = device.type == "cpu"
+    check_every_candidate(variant, tuned, dtype, (21, 17, 9) if cpu else (97, 61, 130), device,
+                          skip=tuned.gpu_only if cpu else (lambda cand: False), layout="tn", batch=3)
