@@ -79,8 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"N for N³ or MxNxK, comma-separated (default: {DEFAULT_GPU_SIZES} on a GPU, "
                         f"{DEFAULT_CPU_SIZES} in the interpreter)")
     p.add_argument("--shapes", type=shapes.parse, default=None, metavar="NAME[,NAME]",
-                   help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)}; "
-                        f"'--shapes {shapes.LIST}' prints every shape with where it comes from")
+                   help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)} "
+                        f"({shapes.LIST}: print every shape and where it comes from)")
     p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
                    help="operand precision; rungs that do not support it are skipped with the reason (default: fp32)")
     p.add_argument("--timing", choices=("events", "graph"), default="events",

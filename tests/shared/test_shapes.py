@@ -118,6 +118,22 @@ def test_a_shape_set_becomes_the_size_list_with_its_legend(tmp_path, monkeypatch
     assert "## Shapes" in md_path.read_text() and "| 8192x8192x8192 | square 8192 |" in md_path.read_text()
 
 
+def test_a_tiny_set_runs_through_compare_with_its_legend(tmp_path, monkeypatch, capsys):
+    tiny = [shapes.Shape(17, 33, 5, "tiny a", "made up"), shapes.Shape(17, 33, 5, "tiny b", "made up too"),
+            shapes.Shape(9, 8, 7, "tiny c", "made up")]
+    monkeypatch.setitem(shapes.SETS, "tiny", ("a test's set", tiny))
+    json_path = tmp_path / "out.json"
+    assert cli.main(["--shapes", "tiny", "--rungs", "3", "--impl", "triton", "--in-process", "--seed", "1",
+                     "--json", str(json_path)]) == 0
+    doc = json.loads(json_path.read_text())
+    assert [r["size"] for r in doc["results"] if r["rung"] == "v03"] == ["17x33x5"] * 2 + ["9x8x7"] * 2
+    assert all(r["status"] == bench.STATUS_OK for r in doc["results"])
+    assert [s["label"] for s in doc["shapes"]] == ["tiny a", "tiny b", "tiny c"]
+    out = capsys.readouterr().out
+    legend = out[out.index("--shapes: the shapes each size stands for"):]
+    assert "17x33x5  tiny a; tiny b" in legend and "9x8x7    tiny c" in legend
+
+
 GIB = 2**30
 
 
