@@ -38,8 +38,8 @@ LIST = "list"  # `--shapes list`: print every set instead of running
 PREFILL_TOKENS = (2048, 8192)
 DECODE_TOKENS = (1, 16, 128)
 SQUARE_SIDES = tuple(2**e for e in range(8, 14))  # 256 ... 8192
-# float64 M×N tensors alive at the check's peak: the reference, C in float64 and the bound, with at most
-# three temporaries of the elementwise comparison beside them; one more for the allocator's rounding
+# float64 M×N tensors: six alive at the check's peak (the reference, C in float64, |A|·|B| or the bound, and
+# three temporaries of the bound or of the elementwise comparison), one more for its boolean masks
 CHECK_MN_TENSORS = 7
 L2_FLUSH_BYTES = 256 * 2**20  # the buffer do_bench zeroes before each timed call (Triton's default size)
 
