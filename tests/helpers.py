@@ -14,13 +14,15 @@ AWKWARD_SHAPES = [(1, 1, 1), (17, 33, 5), (97, 61, 130), (33, 128, 47), (64, 64,
 _seeds = itertools.count(1000)
 
 
-def checked_run(variant, lang, shape, device, dtype="fp32", inputs="normal", **config) -> bench.Result:
+def checked_run(variant, lang, shape, device, dtype="fp32", inputs="normal", layout="nn", batch=0,
+                **config) -> bench.Result:
     """Fresh inputs, NaN-poisoned output, one run, both checks, a second run on new inputs checked again:
     what compare.py does, minus timing."""
     return bench.measure(
         rung=variant.tag, name=variant.name, config=str(config), impl=lang, precision=PRECISIONS[dtype],
         shape=shape, device=torch.device(device), seed=next(_seeds),
-        prepare=lambda a, b: variant.prepare(lang, a, b, **config), expect_wrong=variant.expect_wrong, inputs=inputs)
+        prepare=lambda a, b: variant.prepare(lang, a, b, **config), expect_wrong=variant.expect_wrong, inputs=inputs,
+        layout=layout, batch=batch)
 
 
 def rung_configs(langs=("cuda", "triton")):

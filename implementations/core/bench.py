@@ -80,11 +80,20 @@ class Result:
     smem_bytes: int | None = None
     local_bytes: int | None = None
     compile_s: float | None = None
+    layout: str = "nn"  # op(A) op(B) (check.LAYOUTS)
+    batch: int = 0  # products in the batch; 0: one product of two matrices
     samples: list[float] = field(default_factory=list, repr=False)  # every timed sample (ms); not written out
 
     @property
     def size(self) -> str:
-        return f"{self.M}x{self.N}x{self.K}"
+        """"4096x4096x4096"; with a batch and a layout other than nn: "64×(512x512x512) tn"."""
+        size = f"{self.M}x{self.N}x{self.K}"
+        size = f"{self.batch}×({size})" if self.batch else size
+        return size if self.layout == "nn" else f"{size} {self.layout}"
+
+    @property
+    def flops(self) -> float:
+        return 2.0 * max(self.batch, 1) * self.M * self.N * self.K
 
     def record(self) -> dict:
         record = asdict(self)
@@ -181,7 +190,7 @@ def measure(
     device: torch.device, seed: int, prepare: Callable[[torch.Tensor, torch.Tensor], Prepared],
     expect_wrong: str = "", timing: TimingOptions | None = None, cublas_ms: float | None = None,
     cpu_ms: float | None = None, tile_of: Callable[[Callable], tuple[int, int] | None] | None = None,
-    inputs: str = "normal",
+    inputs: str = "normal", layout: str = "nn", batch: int = 0,
 ) -> Result:
     """Check one implementation on fresh inputs and, if it passed, time it, then check it again.
 
@@ -192,10 +201,11 @@ def measure(
     autotuned run has chosen), for the traffic model.
     """
     M, N, K = shape
-    result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed, inputs=inputs)
+    result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed, inputs=inputs, layout=layout,
+                    batch=batch)
     exact = inputs == "integers"
     try:
-        a, b = make_inputs(M, N, K, precision, device, seed, inputs)
+        a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch)
         prepared = prepare(a, b)
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
@@ -212,12 +222,15 @@ def measure(
         return result
     if tile:
         result.tile = f"{tile[0]}x{tile[1]}"
-        result.traffic_bytes = predicted_bytes(M, N, K, tile, a.element_size(), prepared.out.element_size())
+        result.traffic_bytes = max(batch, 1) * predicted_bytes(M, N, K, tile, a.element_size(),
+                                                               prepared.out.element_size())
     record_check(result, outcome)
     for key, value in kernel_resources(kernel).items():
         setattr(result, key, value)
+    notes = [prepared.note] if prepared.note else []
     if isinstance(prepared.run, TunedRun):
-        result.note = f"autotuned: {prepared.run.chosen()}"
+        notes.append(f"autotuned: {prepared.run.chosen()}")
+    result.note = "; ".join(notes)
     if expect_wrong:
         result.status = STATUS_RACE_HID if outcome.ok else STATUS_EXPECTED_WRONG
         result.note = f"broken on purpose: {expect_wrong}; never timed"
@@ -259,13 +272,15 @@ def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precis
             device: torch.device, seed: int, inputs: str):
     """New inputs written into the operands the run reads (`given`, the ones it was prepared with, unless
     it says otherwise), the output poisoned, one more call, checked."""
-    (M, K), N = given[0].shape, given[1].shape[1]
-    a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs)
+    (M, K), N = given[0].shape[-2:], given[1].shape[-1]
+    batch = max(t.shape[0] if t.dim() == 3 else 0 for t in given)
+    a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs, batch=batch)
+    a, b = (new if old.dim() == new.dim() else new[0] for old, new in zip(given, (a, b)))  # a shared 2-D operand
     for old, new in zip(prepared.operands or given, (a, b)):
-        old.copy_(new)
+        old.copy_(new)  # into the strides the run reads (a transposed view stays one)
     poison(prepared.out)
     prepared.run()
-    return check(prepared.out.to(a.device), a, b, precision, inputs == "integers")
+    return check(prepared.out.to(a.device), *(prepared.operands or given), precision, inputs == "integers")
 
 
 RECHECK_SEED = 1_000_003  # the second check's inputs: the case's seed plus this
@@ -277,7 +292,7 @@ def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None) -> 
     result.ms = float(np.median(samples))
     result.ms_p20, result.ms_p80 = (float(q) for q in np.percentile(samples, [20, 80]))
     result.runs = len(samples)
-    result.tflops = 2.0 * result.M * result.N * result.K / (result.ms * 1e-3) / 1e12 if result.ms > 0 else math.inf
+    result.tflops = result.flops / (result.ms * 1e-3) / 1e12 if result.ms > 0 else math.inf
     result.pct_cublas = 100.0 * cublas_ms / result.ms if cublas_ms else None
     result.speedup_cpu = cpu_ms / result.ms if cpu_ms else None
 
@@ -296,8 +311,10 @@ def pool(first: Result, later: Result) -> None:
 
 
 def cublas_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:
-    """The baseline: torch.matmul into a preallocated output (cuBLAS on a GPU)."""
-    c = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
+    """The baseline: torch.matmul into a preallocated output (cuBLAS on a GPU: transposed views and batches
+    are read in place, a batch through its batched GEMM)."""
+    batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    c = torch.empty((*batch, a.shape[-2], b.shape[-1]), dtype=a.dtype, device=a.device)
 
     def run():
         torch.matmul(a, b, out=c)

@@ -71,30 +71,51 @@ PRECISIONS = {
 }
 
 
-def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int,
-                kind: str = "normal") -> tuple[torch.Tensor, torch.Tensor]:
-    """Fresh A (M×K) and B (K×N) of one input kind (see above); the seed is recorded so a failure can be replayed."""
+LAYOUTS = ("nn", "nt", "tn", "tt")  # op(A) then op(B): n as stored, t the transpose of what is stored
+
+
+def parse_layout(layout: str) -> str:
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r}; choose from {', '.join(LAYOUTS)} (op(A) then op(B), "
+                         "n: row-major as given, t: a transposed view of a row-major matrix)")
+    return layout
+
+
+def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int, kind: str = "normal",
+                layout: str = "nn", batch: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh A (M×K) and B (K×N) of one input kind (see above), `batch` of each when batch > 0; the seed is
+    recorded so a failure can be replayed.
+
+    layout: "t" for an operand makes it a transposed view (C = A @ B with A = Sᵀ for a row-major S): the
+    kernel sees the strides a column-major operand has. The values do not depend on the layout.
+    """
     gen = torch.Generator(device="cpu").manual_seed(seed)
+    lead = (batch,) if batch else ()
 
     def draw(rows: int, cols: int) -> torch.Tensor:
+        shape = (*lead, rows, cols)
         if kind == "normal":
-            return torch.randn((rows, cols), generator=gen)
+            return torch.randn(shape, generator=gen)
         if kind == "positive":
-            return torch.rand((rows, cols), generator=gen)
+            return torch.rand(shape, generator=gen)
         if kind == "wide":
             e = WIDE_EXPONENTS[precision.name]
-            scale = torch.randint(-e, e + 1, (rows, cols), generator=gen).float().exp2()
-            return torch.randn((rows, cols), generator=gen) * scale
+            scale = torch.randint(-e, e + 1, shape, generator=gen).float().exp2()
+            return torch.randn(shape, generator=gen) * scale
         if kind == "integers":
-            return torch.randint(-INTEGER_RANGE, INTEGER_RANGE + 1, (rows, cols), generator=gen).float()
+            return torch.randint(-INTEGER_RANGE, INTEGER_RANGE + 1, shape, generator=gen).float()
         raise ValueError(f"unknown input kind {kind!r}; choose from {', '.join(INPUTS)}")
 
-    a, b = draw(M, K), draw(K, N)
-    return a.to(device=device, dtype=precision.dtype), b.to(device=device, dtype=precision.dtype)
+    def placed(t: torch.Tensor, op: str) -> torch.Tensor:
+        t = t.to(device=device, dtype=precision.dtype)
+        return t.mT.contiguous().mT if op == "t" else t
+
+    parse_layout(layout)
+    return placed(draw(M, K), layout[0]), placed(draw(K, N), layout[1])
 
 
 def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A @ B in float64 on the operands' device."""
+    """A @ B in float64 on the operands' device (a batch of products for 3-D operands)."""
     return a.double() @ b.double()
 
 
@@ -112,7 +133,7 @@ def poison(c: torch.Tensor) -> None:
 class Worst:
     """The element furthest outside (or closest to) its componentwise limit."""
 
-    index: tuple[int, int]
+    index: tuple[int, ...]  # (i, j), or (matrix, i, j) in a batch
     value: float
     reference: float
     limit: float
@@ -122,8 +143,8 @@ class Worst:
         return abs(self.value - self.reference) / self.limit if self.limit > 0 else math.inf
 
     def __str__(self) -> str:
-        i, j = self.index
-        return f"C[{i}, {j}] = {self.value:.6g}, expected {self.reference:.6g} (limit ±{self.limit:.3g})"
+        where = ", ".join(map(str, self.index))
+        return f"C[{where}] = {self.value:.6g}, expected {self.reference:.6g} (limit ±{self.limit:.3g})"
 
 
 @dataclass(frozen=True)
@@ -165,7 +186,8 @@ def compare(c: torch.Tensor, ref: torch.Tensor, bound: float) -> CheckOutcome:
 def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precision, exact: bool = False) -> CheckOutcome:
     """C against A @ B: normwise and componentwise (exact: C must be the float64 product rounded to C's dtype)."""
     ref = reference(a, b)
-    normwise = compare(c, ref, precision.bound(a.shape[1]))
+    K = a.shape[-1]
+    normwise = compare(c, ref, precision.bound(K))
     if c.numel() == 0:
         return normwise
     got = c.double()
@@ -173,10 +195,9 @@ def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precisio
         limit = torch.zeros_like(ref)
         outside = got != ref.to(c.dtype).double()
     else:
-        limit = precision.limits(a.shape[1], magnitude(a, b), ref)
+        limit = precision.limits(K, magnitude(a, b), ref)
         outside = ~((got - ref).abs() <= limit)  # NaN counts as outside
     ratio = torch.where(torch.isnan(got), torch.inf, (got - ref).abs() / limit.clamp_min(torch.finfo(torch.float64).tiny))
-    flat = int(torch.argmax(ratio).item())
-    i, j = divmod(flat, c.shape[1])
-    worst = Worst((i, j), got[i, j].item(), ref[i, j].item(), limit[i, j].item())
+    index = tuple(int(i) for i in torch.unravel_index(torch.argmax(ratio), c.shape))
+    worst = Worst(index, got[index].item(), ref[index].item(), limit[index].item())
     return CheckOutcome(normwise.error, normwise.bound, normwise.unwritten, int(outside.sum().item()), worst)

@@ -21,7 +21,7 @@ from ..tools import lessons, ncu, plots, profile, sanitize
 from .check import INPUTS, PRECISIONS
 from .env import end_of_run, environment, set_fp32_matmul
 from .registry import LANGS, Variant, all_variants, config_label, select
-from .tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task, parse_impls, parse_modules,
+from .tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task, parse_impls, parse_layouts, parse_modules,
                     parse_rungs, parse_sizes, parse_sweep, plan, positive, skip_reason)
 from .traffic import run_tile
 
@@ -78,6 +78,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", type=parse_sizes, default=None, metavar="LIST",
                    help=f"N for N³ or MxNxK, comma-separated (default: {DEFAULT_GPU_SIZES} on a GPU, "
                         f"{DEFAULT_CPU_SIZES} in the interpreter)")
+    p.add_argument("--layout", type=parse_layouts, default=("nn",), metavar="LIST",
+                   help="C = op(A) @ op(B), op(A) then op(B): n as stored row-major, t a transposed view of a "
+                        "row-major matrix; comma-separated from nn, nt, tn, tt. cuBLAS reads the views in place; a rung "
+                        "reads the layouts it declares (--list) in place and copies the others inside its timed "
+                        "call, saying so (default: nn)")
+    p.add_argument("--batch", type=positive(int), default=0, metavar="B",
+                   help="B products of the --sizes matrices each, in one call (cuBLAS: torch.matmul on 3-D "
+                        "operands, its batched GEMM); a rung without a batched kernel launches once per matrix "
+                        "inside its timed call, saying so (default: one product)")
     p.add_argument("--shapes", type=shapes.parse, default=None, metavar="NAME[,NAME]",
                    help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)} "
                         f"({shapes.LIST}: print every shape and where it comes from)")
@@ -174,9 +183,14 @@ def list_rungs() -> str:
     for v in all_variants():
         configs = "; ".join(config_label(c) for c in v.configs if c) or "-"
         langs = ", ".join(lang for lang in LANGS if getattr(v, lang) is not None)
-        rows.append([v.tag, v.name, v.title, ", ".join(v.dtypes), configs, langs,
-                     "broken on purpose" if v.expect_wrong else ""])
-    return tabulate(rows, ["rung", "name", "title", "dtypes", "configs", "languages", ""], disable_numparse=True)
+        in_place = " / ".join(f"{lang}: {','.join(v.layouts.get(lang, ('nn',)))}" for lang in LANGS
+                              if getattr(v, lang) is not None)
+        rows.append([v.tag, v.name, v.title, ", ".join(v.dtypes), configs, langs, in_place,
+                     ", ".join(v.batched) or "-", "broken on purpose" if v.expect_wrong else ""])
+    table = tabulate(rows, ["rung", "name", "title", "dtypes", "configs", "languages", "layouts read in place",
+                            "batched kernel", ""], disable_numparse=True)
+    return (table + "\n\nOther layouts are copied to row-major inside the timed call, and a batch without a batched "
+            "kernel is launched once per matrix; the result rows say so.")
 
 
 def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: torch.device, seed: int,
@@ -194,7 +208,7 @@ def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: t
     total = len(tasks) * rounds
     bar = tqdm(total=total, file=sys.stderr, disable=not sys.stderr.isatty(), leave=False)
     step = 0
-    for _, group in itertools.groupby(enumerate(tasks), key=lambda item: item[1].shape):
+    for _, group in itertools.groupby(enumerate(tasks), key=lambda item: item[1].case):
         group = list(group)
         results: dict[int, bench.Result] = {}
         for r in range(rounds):
@@ -232,12 +246,13 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
     rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
     reason = skip_reason(task, dtype, device, cpu_limit_s)
     if reason:
-        return bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason)
+        return bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason,
+                            layout=task.layout, batch=task.batch)
     if v is None:
         prepare = bench.cpu_prepare if task.impl == "cpu" else bench.cublas_prepare
         return bench.measure(
             rung=rung, name=name, config="", impl=task.impl, precision=precision, shape=task.shape, device=device,
-            seed=seed, prepare=prepare, timing=timing, inputs=inputs,
+            seed=seed, prepare=prepare, timing=timing, inputs=inputs, layout=task.layout, batch=task.batch,
             **({"cpu_ms": ratios.get("cpu_ms")} if task.impl == "cublas" else {}))
 
     def prepare(a, b):
@@ -247,18 +262,18 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
         rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
         shape=task.shape, device=device, seed=seed, prepare=prepare, expect_wrong=v.expect_wrong, timing=timing,
         tile_of=lambda run: run_tile(v, task.config, run), cublas_ms=ratios.get("cublas_ms"),
-        cpu_ms=ratios.get("cpu_ms"), inputs=inputs)
+        cpu_ms=ratios.get("cpu_ms"), inputs=inputs, layout=task.layout, batch=task.batch)
 
 
 def measure_spec(spec: tuple, dtype: str, seed: int, timing, cpu_limit_s: float, ratios: dict,
                  inputs: str) -> bench.Result:
-    """measure_task in a worker process: the task travels as (rung module, config, impl, shape)."""
-    module, config, impl, shape = spec
+    """measure_task in a worker process: the task travels as (rung module, config, impl, shape, layout, batch)."""
+    module, config, impl, shape, layout, batch = spec
     variant = importlib.import_module(module).VARIANT if module else None
     if torch.cuda.is_available():
         set_fp32_matmul(tf32=dtype == "tf32")
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
-    result = measure_task(Task(variant, config, impl, shape), dtype, PRECISIONS[dtype], device, seed, timing,
+    result = measure_task(Task(variant, config, impl, shape, layout, batch), dtype, PRECISIONS[dtype], device, seed, timing,
                           cpu_limit_s, ratios, inputs)
     if result.status == bench.STATUS_ERROR and isolation.sticky_error(result.note) and impl == "cuda":
         result.note += f"; last CUDA C launch: {cuda_c.LAST_LAUNCH[0]}"
@@ -272,13 +287,14 @@ def sticky_result(result) -> str:
 
 def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int, *rest) -> bench.Result:
     """One task in the worker's process; a fault, a hang or a crash there becomes this task's result."""
-    spec = (task.variant.module if task.variant else None, task.config, task.impl, task.shape)
+    spec = (task.variant.module if task.variant else None, task.config, task.impl, task.shape, task.layout, task.batch)
     outcome = worker.call(measure_spec, spec, dtype, seed, *rest)
     if outcome.kind == "ok":
         return outcome.value
     v = task.variant
     rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
-    result = bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, seed=seed)
+    result = bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, seed=seed,
+                          layout=task.layout, batch=task.batch)
     if isinstance(outcome.value, bench.Result):
         result = outcome.value
     reason = outcome.value.note if isinstance(outcome.value, bench.Result) else outcome.value
@@ -408,10 +424,6 @@ def nsight(args, variants: list[Variant], impls, sizes, log: report.ResultLog) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    if not torch.cuda.is_available():
-        # Triton reads this when the rung modules are imported (parsing --rungs imports them), so it must
-        # be set before that; a caller that imported them in compiled mode is told so below.
-        os.environ.setdefault("TRITON_INTERPRET", "1")
     args = build_parser().parse_args(argv)
     if args.shapes is not None:  # a shape set becomes the size list, for every mode below
         if args.sizes:
@@ -434,8 +446,9 @@ def main(argv: list[str] | None = None) -> int:
         variants = sweep_configs([v for v in variants if args.rungs is not None or not v.expect_wrong], *args.sweep)
     gpu = torch.cuda.is_available()
     if not gpu and not all(v.triton_interpreted for v in variants if v.triton):
-        print("No CUDA device, and Triton was imported in compiled mode: set TRITON_INTERPRET=1 before the "
-              "kernels are imported (compare.py does this itself when it finds no GPU).", file=sys.stderr)
+        print("No CUDA device, and Triton was imported in compiled mode: set TRITON_INTERPRET=1 before triton is "
+              "imported (importing the implementations package first does this when it finds no GPU).",
+              file=sys.stderr)
         return 2
     sizes = args.sizes or parse_sizes(DEFAULT_GPU_SIZES if gpu else DEFAULT_CPU_SIZES)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(4), "little")
@@ -468,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shapes:
         log.add_section("Shapes", shapes.legend(args.shapes, "github"))
         log.add_records("shapes", [dataclasses.asdict(s) for s in args.shapes])
-    tasks = list(plan(variants, impls, sizes))
+    tasks = list(plan(variants, impls, sizes, args.layout, args.batch))
     # The libraries read these at compile time, the searches at their first call, in this process and in the
     # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
     settings = ({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})

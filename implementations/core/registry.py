@@ -12,16 +12,16 @@ import pkgutil
 import re
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Any, NamedTuple
 
 import torch
 
-from .check import PRECISIONS
+from .check import LAYOUTS, PRECISIONS
 from .cuda_c import CudaSource
 from .search import Search
-from .validate import check_operands
+from .validate import batch_of, check_operands
 
 RUNG_MODULE = re.compile(r"v(\d{2})_([a-z][a-z0-9_]*)")
 RUNGS_PACKAGE = __package__.rpartition(".")[0]  # "implementations": the rung modules live at its top
@@ -43,6 +43,7 @@ class Prepared(NamedTuple):
     run: Callable[[], Any]
     out: torch.Tensor
     operands: tuple[torch.Tensor, torch.Tensor] | None = None
+    note: str = ""  # what the run does besides the rung's kernel (copies of operands, a launch per matrix)
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,12 @@ class Variant:
     # autotuned runs report theirs): the roofline's traffic model (traffic.py). (1, 1): no reuse.
     tile: tuple[int, int] | None = None
     searches: tuple[Search, ...] = ()  # a tuned rung's searches (core/search.py), one per language it tunes
+    # The layouts (check.LAYOUTS) each language's kernel reads in place, by language; absent: row-major
+    # ("nn") only. Any other layout is copied to one it reads, inside the timed call, and the result says so.
+    layouts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # The languages whose kernel computes a whole batch in one launch; the others launch once per matrix
+    # (inside the timed call, and the result says so).
+    batched: tuple[str, ...] = ()
 
     def __post_init__(self):
         match = RUNG_MODULE.fullmatch(self.stem)
@@ -70,6 +77,10 @@ class Variant:
             raise ValueError(f"{self.module}: unknown dtypes {sorted(unknown)}; known: {sorted(PRECISIONS)}")
         if not self.configs:
             raise ValueError(f"{self.module}: configs needs at least one entry (use ({{}},) for none)")
+        for lang, layouts in self.layouts.items():
+            if lang not in LANGS or "nn" not in layouts or set(layouts) - set(LAYOUTS):
+                raise ValueError(f"{self.module}: layouts maps a language ({', '.join(LANGS)}) to layouts of "
+                                 f"{', '.join(LAYOUTS)} including nn; got {lang!r}: {layouts!r}")
 
     @property
     def stem(self) -> str:
@@ -101,29 +112,67 @@ class Variant:
 
     def prepare(self, lang: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
                 **config: int) -> Prepared:
-        """Validate, allocate and bind once; the returned `run` only launches.
+        """Validate, allocate and bind once; the returned `run` only launches (and does what the kernel
+        cannot: the copies of a layout it does not read, a launch per matrix of a batch without a batched
+        kernel; both inside the timed call, and named in `Prepared.note`).
 
-        Non-contiguous or transposed operands are copied to row-major here, for both languages:
-        the CUDA kernels index row-major memory, and the Triton side gets the same operands so
-        that the two read the same bytes. `out`: a row-major M×N tensor to write C into (a rank's
+        a, b: matrices (M×K, K×N) or batches of them (3-D; one may stay 2-D, shared by the batch), each
+        row-major or a transposed view of a row-major tensor. `out`: a row-major C to write into (a rank's
         rows of a gathered C) instead of a new one.
         """
         launcher = self.launcher(lang)
         M, N, K = check_operands(
             a, b, dtypes=[PRECISIONS[d].dtype for d in self.dtypes], lang=lang,
             triton_on_cpu=self.triton_interpreted)
-        a, b = a.detach().contiguous(), b.detach().contiguous()
+        batch = batch_of(a, b)
+        batched = max(a.dim(), b.dim()) == 3
+        a, b = a.detach(), b.detach()
+        shape = (batch, M, N) if batched else (M, N)
         if out is None:
-            c = torch.empty((M, N), dtype=a.dtype, device=a.device)
-        elif out.shape != (M, N) or out.dtype != a.dtype or out.device != a.device or not out.is_contiguous():
-            raise ValueError(f"out must be a contiguous {M}×{N} {a.dtype} tensor on {a.device}, got "
-                             f"{tuple(out.shape)} {out.dtype} on {out.device}"
+            c = torch.empty(shape, dtype=a.dtype, device=a.device)
+        elif out.shape != shape or out.dtype != a.dtype or out.device != a.device or not out.is_contiguous():
+            raise ValueError(f"out must be a contiguous {'×'.join(map(str, shape))} {a.dtype} tensor on {a.device}, "
+                             f"got {tuple(out.shape)} {out.dtype} on {out.device}"
                              + ("" if out.is_contiguous() else ", not contiguous"))
         else:
             c = out
-        if M == 0 or N == 0:  # nothing to compute, and CUDA refuses an empty grid
+        if M == 0 or N == 0 or (batched and batch == 0):  # nothing to compute; CUDA refuses an empty grid
             return Prepared(lambda: None, c, (a, b))
-        return Prepared(launcher(a, b, c, **config), c, (a, b))
+        layout, copied = self.read_layout(lang, a, b)
+        operands = tuple(torch.empty(t.shape, dtype=t.dtype, device=t.device) if name in copied else t
+                         for name, t in (("A", a), ("B", b)))
+        notes = [f"copies {' and '.join(copied)} to row-major inside the timed call ({self.stem} {lang} reads "
+                 f"{', '.join(self.layouts.get(lang, ('nn',)))} in place; this is {layout_of(a) + layout_of(b)})"
+                 ] if copied else []
+        if not batched or lang in self.batched:
+            launches = [launcher(*operands, c, **config)]
+        else:
+            pick = [(lambda i, t=t: t[i]) if t.dim() == 3 else (lambda i, t=t: t) for t in operands]
+            launches = [launcher(pick[0](i), pick[1](i), c[i], **config) for i in range(batch)]
+            notes.append(f"one launch per matrix of the batch of {batch} ({self.stem} {lang} has no batched kernel)")
+        copies = [(dst, src) for dst, src in zip(operands, (a, b)) if dst is not src]
+        if len(launches) == 1 and not copies:
+            return Prepared(launches[0], c, (a, b))
+
+        def run():
+            for dst, src in copies:
+                dst.copy_(src)
+            for launch in launches:
+                kernel = launch()
+            return kernel
+
+        return Prepared(run, c, (a, b), "; ".join(notes))
+
+    def read_layout(self, lang: str, a: torch.Tensor, b: torch.Tensor) -> tuple[str, list[str]]:
+        """The layout the kernel will read and the operands ("A", "B") to copy to row-major for it: none when it
+        reads this layout in place, else the fewest copies that give one it reads (row-major always is)."""
+        native = self.layouts.get(lang, ("nn",))
+        ops = layout_of(a), layout_of(b)
+        for copied in ([], ["A"], ["B"], ["A", "B"]):
+            layout = "".join("n" if name in copied else op for name, op in zip("AB", ops))
+            if layout in native and all(op for name, op in zip("AB", ops) if name not in copied):
+                return layout, copied
+        return "nn", ["A", "B"]
 
     @property
     def triton_interpreted(self) -> bool:
@@ -146,6 +195,14 @@ class Variant:
         prepared = self.prepare(lang, a, b, **config)
         prepared.run()
         return prepared.out
+
+
+def layout_of(t: torch.Tensor) -> str:
+    """"n" for a row-major matrix (or batch of them), "t" for a transposed view of one, "" for other strides."""
+    matrix = t[0] if t.dim() == 3 and t.shape[0] else t
+    if matrix.is_contiguous():
+        return "n"
+    return "t" if matrix.mT.is_contiguous() else ""
 
 
 @cache

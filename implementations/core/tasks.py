@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import torch
 
 from . import bench
-from .check import PRECISIONS
+from .check import PRECISIONS, parse_layout
 from .registry import Variant, config_label, select
 
 IMPLS = ("cuda", "triton", "cublas", "cpu")
@@ -44,6 +44,14 @@ def positive(kind):
         return value
 
     return parse
+
+
+def parse_layouts(text: str) -> tuple[str, ...]:
+    layouts = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
+    try:
+        return tuple(parse_layout(layout) for layout in layouts) or (parse_layout(text),)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def parse_impls(text: str) -> tuple[str, ...]:
@@ -94,10 +102,19 @@ class Task:
     config: dict
     impl: str
     shape: tuple[int, int, int]
+    layout: str = "nn"
+    batch: int = 0
+
+    @property
+    def case(self) -> tuple:
+        """What the tasks of one comparison share: the problem."""
+        return self.shape, self.layout, self.batch
 
     @property
     def label(self) -> str:
         size = "x".join(map(str, self.shape))
+        size = f"{self.batch}×({size})" if self.batch else size
+        size = size if self.layout == "nn" else f"{size} {self.layout}"
         if self.variant is None:
             return f"{BASELINES[self.impl][0]} {size}"
         return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
@@ -106,23 +123,26 @@ class Task:
 BASELINES = {"cpu": ("CPU", "torch.matmul on the host"), "cublas": ("cuBLAS", "torch.matmul")}  # rung, name
 
 
-def plan(variants: list[Variant], impls: tuple[str, ...], sizes) -> Iterator[Task]:
-    """Per size: the baselines first (the rungs' ratios need them), then every rung, config and language."""
+def plan(variants: list[Variant], impls: tuple[str, ...], sizes, layouts: tuple[str, ...] = ("nn",),
+         batch: int = 0) -> Iterator[Task]:
+    """Per size and layout: the baselines first (the rungs' ratios need them), then every rung, config and
+    language."""
     for shape in sizes:
-        for impl in BASELINES:
-            if impl in impls:
-                yield Task(None, {}, impl, shape)
-        for v in variants:
-            for config in v.configs:
-                for impl in impls:
-                    if impl not in BASELINES:
-                        yield Task(v, dict(config), impl, shape)
+        for layout in layouts:
+            for impl in BASELINES:
+                if impl in impls:
+                    yield Task(None, {}, impl, shape, layout, batch)
+            for v in variants:
+                for config in v.configs:
+                    for impl in impls:
+                        if impl not in BASELINES:
+                            yield Task(v, dict(config), impl, shape, layout, batch)
 
 
 def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:
     v = task.variant
     if task.impl == "cpu":
-        seconds = bench.cpu_seconds_estimate(*task.shape, PRECISIONS[dtype])
+        seconds = max(task.batch, 1) * bench.cpu_seconds_estimate(*task.shape, PRECISIONS[dtype])
         if seconds > cpu_limit_s:
             return f"one CPU call would take about {seconds:.0f} s (--cpu-limit {cpu_limit_s:g})"
         return ""

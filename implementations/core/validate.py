@@ -27,9 +27,11 @@ def check_operands(
     for label, t in (("A", a), ("B", b)):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"{label} must be a torch.Tensor, got {type(t).__name__}")
-        if t.dim() != 2:
-            raise ValueError(f"{label} must be a 2-D matrix, got {t.dim()}-D with shape {tuple(t.shape)}")
-    (M, K), (K2, N) = a.shape, b.shape
+        if t.dim() not in (2, 3):
+            raise ValueError(f"{label} must be a matrix (2-D) or a batch of matrices (3-D), got {t.dim()}-D with "
+                             f"shape {tuple(t.shape)}")
+    batch_of(a, b)
+    (M, K), (K2, N) = a.shape[-2:], b.shape[-2:]
     if K != K2:
         raise ValueError(f"inner dimensions differ: A is {M}×{K} and B is {K2}×{N}; A's columns must equal B's rows")
     allowed = tuple(dtypes)
@@ -46,7 +48,7 @@ def check_operands(
             f"the {lang} implementation needs CUDA tensors, got tensors on {a.device}: move them with "
             f".cuda(){hint if lang == 'triton' else ''}"
         )
-    for what, count in (("A (M·K)", M * K), ("B (K·N)", K * N), ("C (M·N)", M * N)):
+    for what, count in (("A (M·K)", M * K), ("B (K·N)", K * N), ("C (M·N)", M * N)):  # per matrix of a batch
         if count > INT32_MAX:
             raise ValueError(
                 f"{what} has {count:,} elements: too large for the 32-bit indexing these kernels use "
@@ -55,6 +57,16 @@ def check_operands(
     if max(M, N, K) > INT32_MAX - MAX_TILE_OVERRUN:
         raise ValueError(f"dimension {max(M, N, K):,} is too large for 32-bit indexing with tile overrun")
     return M, N, K
+
+
+def batch_of(a: torch.Tensor, b: torch.Tensor) -> int:
+    """How many products a batched call computes: B for 3-D operands of one batch B, or one 3-D operand
+    beside a 2-D one (the matrix shared by every product of the batch); 0 for two matrices."""
+    batches = [t.shape[0] for t in (a, b) if t.dim() == 3]
+    if len(set(batches)) > 1:
+        raise ValueError(f"batch sizes differ: A holds {batches[0]} matrices and B {batches[1]}; they must be equal, "
+                         "or one operand a single 2-D matrix shared by the batch")
+    return batches[0] if batches else 0
 
 
 def check_tile(TILE) -> None:

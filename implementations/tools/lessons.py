@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
 
-import torch
 from tabulate import tabulate
 from triton.runtime.jit import KernelInterface
 
@@ -706,9 +705,6 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:  # not JSON, or not what compare.py --json writes
             print(f"{path}: {exc}", file=sys.stderr)
             return 2
-    if not torch.cuda.is_available():
-        # Triton reads this when the rung modules are imported (by build_lessons), so it goes first.
-        os.environ.setdefault("TRITON_INTERPRET", "1")
     for path in build_lessons(args.out, args.results, args.images):
         print(f"wrote {path}")
     return 0

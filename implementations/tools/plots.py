@@ -110,7 +110,7 @@ def roofline(doc: dict, size: str, dtype: str, out: Path) -> Path | None:
     ax = fig.subplots()
     ax.set_xscale("log")
     ax.set_yscale("log")
-    intensities = [2.0 * r.M * r.N * r.K / r.traffic_bytes for r in points]
+    intensities = [r.flops / r.traffic_bytes for r in points]
     lo, hi = min(intensities) / 2, max(intensities) * 2
     peak = cublas.tflops
     ridge = peak * 1e3 / bandwidth  # flop/byte where the two roofs meet

@@ -29,13 +29,13 @@ def search_id(value):
     return param_id(value)
 
 
-def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False):
+def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False, layout="nn"):
     for cand in tuned.candidates:
         if skip(cand):
             continue
         result = bench.measure(
             rung=variant.tag, name=variant.name, config=tuned.describe(cand), impl=tuned.lang,
-            precision=PRECISIONS[dtype], shape=shape, device=torch.device(device), seed=11,
+            precision=PRECISIONS[dtype], shape=shape, device=torch.device(device), seed=11, layout=layout,
             prepare=lambda a, b, cand=cand: candidate(a, b, lambda c: tuned.one(a, b, c, cand)))
         assert result.status == bench.STATUS_OK, (tuned.describe(cand), result.error, result.bound, result.note)
 
@@ -87,3 +87,19 @@ def test_every_search_belongs_to_its_rung():
         assert len({s.lang for s in variant.searches}) == len(variant.searches), variant.stem
         for s in variant.searches:
             assert s.rung == variant.module and getattr(variant, s.lang) is not None, variant.stem
+
+
+NATIVE = [(v, s, dtype, layout) for v, s, dtype in SEARCHES for layout in v.layouts.get(s.lang, ("nn",))
+          if layout != "nn"]
+
+
+@pytest.mark.parametrize("variant, tuned, dtype, layout", NATIVE, ids=search_id)
+def test_every_candidate_reads_the_layouts_its_rung_declares(variant, tuned, dtype, layout, device):
+    """A rung that reads a layout in place hands the transposed views to whichever candidate the search picks."""
+    if device.type == "cpu" and (tuned.lang == "cuda" or dtype == "bf16"):
+        pytest.skip("needs a CUDA device" if tuned.lang == "cuda" else INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, tuned.lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
+    cpu = device.type == "cpu"
+    check_every_candidate(variant, tuned, dtype, (33, 17, 47) if cpu else (97, 61, 130), device,
+                          skip=tuned.gpu_only if cpu else (lambda cand: False), layout=layout)

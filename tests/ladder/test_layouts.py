@@ -1,0 +1,115 @@
+"""Every rung on every layout and on batches (registry-wide): C = op(A) @ op(B) with transposed views, and
+3-D operands, against the float64 reference. A rung reads in place the layouts it declares; any other is
+copied inside its timed call and a batch without a batched kernel is launched per matrix, and the result's
+note says so. The bad-input errors of the problem (batches that differ, 4-D operands, unknown layouts)."""
+
+import pytest
+import torch
+
+from implementations import select
+from implementations.core import bench, cli
+from implementations.core.check import LAYOUTS, PRECISIONS, make_inputs
+from implementations.core.registry import layout_of
+
+from ..helpers import INTERPRETER_BF16, checked_run, gpu_skip_reason, param_id, rung_configs
+
+CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
+RAGGED = (33, 17, 47)
+
+
+def runnable(variant, lang, dtype, device):
+    if lang == "cuda" and device.type != "cuda":
+        pytest.skip("needs a CUDA device; none was found")
+    if device.type == "cpu" and dtype == "bf16":
+        pytest.skip(INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_inputs_take_the_layout_and_keep_their_values(layout):
+    a, b = make_inputs(5, 7, 3, PRECISIONS["fp32"], "cpu", 11, layout=layout)
+    a0, b0 = make_inputs(5, 7, 3, PRECISIONS["fp32"], "cpu", 11)
+    assert (layout_of(a), layout_of(b)) == tuple(layout)
+    assert torch.equal(a, a0) and torch.equal(b, b0)
+    assert a.stride() == ((1, 5) if layout[0] == "t" else (3, 1))
+
+
+@pytest.mark.parametrize("layout", LAYOUTS[1:])
+@pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
+def test_rung_computes_every_layout(variant, lang, config, dtype, layout, device):
+    runnable(variant, lang, dtype, device)
+    result = checked_run(variant, lang, RAGGED, device, dtype, "integers", layout=layout, **config)
+    assert result.status == bench.STATUS_OK, (result.note, result.worst)
+    native = layout in variant.layouts.get(lang, ("nn",))
+    assert ("copies" in result.note) == (not native), result.note
+
+
+@pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
+def test_rung_computes_a_batch(variant, lang, config, dtype, device):
+    runnable(variant, lang, dtype, device)
+    result = checked_run(variant, lang, (17, 9, 5), device, dtype, "integers", layout="tn", batch=3, **config)
+    assert result.status == bench.STATUS_OK, (result.note, result.worst)
+    assert result.size == "3×(17x9x5) tn"
+    assert ("one launch per matrix" in result.note) == (lang not in variant.batched)
+
+
+@pytest.mark.parametrize("batch", [1, 1000])
+def test_batches_of_one_and_of_a_thousand_tiny_products(batch, device):
+    v03 = select("3")[0]
+    result = checked_run(v03, "triton", (7, 5, 3), device, batch=batch, TILE=16)
+    assert result.status == bench.STATUS_OK, result.note
+    assert result.flops == 2 * batch * 7 * 5 * 3
+
+
+def test_a_matrix_shared_by_the_batch(device):
+    v03 = select("3")[0]
+    a = torch.randn(4, 9, 6, device=device)
+    b = torch.randn(6, 5, device=device).mT.contiguous().mT
+    prepared = v03.prepare("triton", a, b, TILE=16)
+    prepared.run()
+    assert prepared.out.shape == (4, 9, 5)
+    torch.testing.assert_close(prepared.out, a @ b)
+    assert "copies B" in prepared.note and "one launch per matrix" in prepared.note
+
+
+def test_a_wrong_matrix_in_the_batch_is_caught(device):
+    """A launch per matrix that skips the last one leaves it NaN: the check names the element."""
+    v03 = select("3")[0]
+    real = v03.triton
+    calls = []
+
+    def launcher(a, b, c, **config):
+        calls.append(c)
+        run = real(a, b, c, **config)
+        return run if len(calls) % 3 else (lambda: None)
+
+    object.__setattr__(v03, "triton", launcher)
+    try:
+        result = checked_run(v03, "triton", (6, 4, 3), device, batch=3, TILE=16)
+    finally:
+        object.__setattr__(v03, "triton", real)
+    assert result.status == bench.STATUS_WRONG and "C[2, " in result.worst
+
+
+@pytest.mark.parametrize("shapes, message", [
+    (((3, 4, 5), (2, 5, 6)), "batch sizes differ: A holds 3 matrices and B 2"),
+    (((1, 3, 4, 5), (5, 6)), "A must be a matrix (2-D) or a batch of matrices (3-D), got 4-D"),
+])
+def test_bad_batches_are_refused_in_one_line(shapes, message):
+    v03 = select("3")[0]
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        v03.prepare("triton", torch.zeros(shapes[0]), torch.zeros(shapes[1]), TILE=16)
+
+
+def test_unknown_layout_is_a_one_line_cli_error(capsys):
+    with pytest.raises(SystemExit):
+        cli.build_parser().parse_args(["--layout", "nn,xt"])
+    err = capsys.readouterr().err
+    assert "unknown layout 'xt'; choose from nn, nt, tn, tt" in err
+
+
+def test_list_shows_what_each_rung_reads_in_place():
+    listing = cli.list_rungs()
+    assert "layouts read in place" in listing and "batched kernel" in listing
+    assert "copied to row-major inside the timed call" in listing
