@@ -455,7 +455,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.distributed:
         return distributed.main(args, variants, sizes, seed)
     device = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
-    refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].dtype, device)
+    refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].dtype, device, args.batch)
     if refusal:
         print(refusal, file=sys.stderr)
         return 2

@@ -140,10 +140,13 @@ GIB = 2**30
 def test_the_memory_estimate_counts_operands_output_and_the_float64_check():
     M, N, K = 1000, 3000, 2000
     fp32 = shapes.device_bytes(M, N, K, 4)
-    # A, B twice and C in fp32; seven float64 M×N tensors; the float64 operands and their absolute values;
-    # do_bench's L2 flush
-    assert fp32 == 4 * (2 * (M * K + K * N) + M * N) + 8 * (7 * M * N + 2 * (M * K + K * N)) + 256 * 2**20
+    # A, B three times (new inputs for the second check, a row-major copy) and C in fp32; seven float64 M×N
+    # tensors; the float64 operands and their absolute values; do_bench's L2 flush
+    one = 4 * (3 * (M * K + K * N) + M * N) + 8 * (7 * M * N + 2 * (M * K + K * N))
+    assert fp32 == one + 256 * 2**20
     assert shapes.device_bytes(M, N, K, 2) < fp32 < shapes.device_bytes(M, N, 2 * K, 4)
+    assert shapes.device_bytes(M, N, K, 4, batch=8) == 8 * one + 256 * 2**20
+    assert shapes.device_bytes(M, N, K, 4, batch=1) == fp32
 
 
 def test_the_memory_guard_refuses_with_a_fake_small_free_memory():
@@ -152,6 +155,8 @@ def test_the_memory_guard_refuses_with_a_fake_small_free_memory():
     need = shapes.device_bytes(8192, 57344, 8192, 4) / GIB
     assert refusal == f"shape 8192x57344x8192 needs about {need:.1f} GiB on Fake GPU, which has 16.0 GiB free"
     assert shapes.memory_refusal(sizes, 4, 80 * GIB, "Fake GPU") == ""
+    batched = shapes.memory_refusal(sizes, 4, 80 * GIB, "Fake GPU", batch=4)
+    assert batched.startswith("shape 4×(8192x57344x8192) needs about"), "a batch multiplies what one case holds"
 
 
 def test_the_guard_reads_the_devices_free_memory_and_skips_the_cpu(monkeypatch):
@@ -166,11 +171,14 @@ def test_compare_refuses_before_it_allocates_or_runs(monkeypatch, capsys):
     ran = []
     monkeypatch.setattr(cli, "run_tasks", lambda *args, **kwargs: ran.append(args))
     monkeypatch.setattr(cli, "environment", lambda *args: ran.append("environment") or {})
-    monkeypatch.setattr(shapes, "check_memory",
-                        lambda sizes, dtype, device: shapes.memory_refusal(sizes, dtype.itemsize, GIB, "Fake GPU"))
+    monkeypatch.setattr(shapes, "check_memory", lambda sizes, dtype, device, batch:
+                        shapes.memory_refusal(sizes, dtype.itemsize, GIB, "Fake GPU", batch))
     assert cli.main(["--shapes", "decode", "--impl", "triton"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("shape 128x57344x8192 needs about") and err.endswith("Fake GPU, which has 1.0 GiB free")
+    assert shapes.memory_refusal([(2048, 2048, 2048)], 4, GIB, "Fake GPU") == "", "one product fits"
+    assert cli.main(["--sizes", "2048", "--batch", "3", "--impl", "triton"]) == 2
+    assert capsys.readouterr().err.startswith("shape 3×(2048x2048x2048) needs about")
     assert not ran
 
 
