@@ -16,7 +16,7 @@ import torch
 from tabulate import tabulate
 from tqdm import tqdm
 
-from . import bench, cuda_c, distributed, isolation, report, search, tuning_cache
+from . import bench, cuda_c, distributed, isolation, report, search, shapes, tuning_cache
 from ..tools import lessons, ncu, plots, profile, sanitize
 from .check import INPUTS, PRECISIONS
 from .env import end_of_run, environment, set_fp32_matmul
@@ -87,6 +87,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="B products of the --sizes matrices each, in one call (cuBLAS: torch.matmul on 3-D "
                         "operands, its batched GEMM); a rung without a batched kernel launches once per matrix "
                         "inside its timed call, saying so (default: one product)")
+    p.add_argument("--shapes", type=shapes.parse, default=None, metavar="NAME[,NAME]",
+                   help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)} "
+                        f"({shapes.LIST}: print every shape and where it comes from)")
     p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
                    help="operand precision; rungs that do not support it are skipped with the reason (default: fp32)")
     p.add_argument("--timing", choices=("events", "graph"), default="events",
@@ -422,6 +425,14 @@ def nsight(args, variants: list[Variant], impls, sizes, log: report.ResultLog) -
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.shapes is not None:  # a shape set becomes the size list, for every mode below
+        if args.sizes:
+            print("--shapes and --sizes both give the sizes: choose one", file=sys.stderr)
+            return 2
+        if args.shapes == shapes.LIST:
+            print(shapes.listing())
+            return 0
+        args.sizes = shapes.run_sizes(args.shapes)
     if args.nproc:
         return distributed.launch(sys.argv[1:] if argv is None else list(argv), args.nproc)
     if args.list:
@@ -444,6 +455,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.distributed:
         return distributed.main(args, variants, sizes, seed)
     device = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
+    refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].dtype, device, args.batch)
+    if refusal:
+        print(refusal, file=sys.stderr)
+        return 2
     fp32_mode = set_fp32_matmul(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
     env = environment(device)
     if gpu:
@@ -463,6 +478,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"(sizes above {INTERPRETER_COMFORT} take minutes in the interpreter)")
     timing = bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs) if gpu else None
     log = report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown)
+    if args.shapes:
+        log.add_section("Shapes", shapes.legend(args.shapes, "github"))
+        log.add_records("shapes", [dataclasses.asdict(s) for s in args.shapes])
     tasks = list(plan(variants, impls, sizes, args.layout, args.batch))
     # The libraries read these at compile time, the searches at their first call, in this process and in the
     # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
@@ -489,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
             worker.close()
         log.close()
     print_results(log, gpu)
+    if args.shapes:
+        print(f"\n--shapes: the shapes each size stands for\n{shapes.legend(args.shapes)}")
     if args.ncu:
         if gpu:
             nsight(args, variants, impls, sizes, log)
