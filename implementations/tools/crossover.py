@@ -10,8 +10,8 @@ Series, inputs already on the device that computes:
   that binding stays outside the timed call;
 - batched: torch.bmm of B products of n³ in one call, on the CPU and on the GPU. B = max(1, 2^24 // n³):
   a batch holds the multiply-adds of one 256³ product, so below 256 one launch is spread over a mid-size
-  product's work, and from 256 on B = 1. The rungs launch one product at a time; their batched launches
-  join these series when the rungs support batches.
+  product's work, and from 256 on B = 1; and the best rung of a language whose kernel takes a batch
+  in one launch (Variant.batched), batched the same way.
 
 Each call is timed with the wall clock from before the call to after torch.cuda.synchronize() (on the
 CPU, to its return): launch, queueing and the wait included, as a program that needs the result sees it.
@@ -54,7 +54,8 @@ DPI = 130
 # (colour, line, marker, filled): told apart by line and marker when printed in grey
 STYLES = {"cpu": ("black", "-", "o", True), "cpu_bmm": ("black", "--", "o", False),
           "cublas": ("dimgray", "-", "s", True), "cublas_bmm": ("dimgray", "--", "s", False),
-          "cuda": ("grey", "-.", "^", True), "triton": ("darkgrey", ":", "v", True)}
+          "cuda": ("grey", "-.", "^", True), "triton": ("darkgrey", ":", "v", True),
+          "cuda_bmm": ("grey", "-.", "^", False), "triton_bmm": ("darkgrey", ":", "v", False)}
 
 
 def batch_of(n: int) -> int:
@@ -98,6 +99,7 @@ class Series:
     device: torch.device
     batched: bool = False
     variant: Variant | None = None  # a rung's series: its launch instead of torch's
+    lang: str = ""  # the rung's language
 
 
 def best_rung(lang: str, device: torch.device) -> Variant | None:
@@ -118,7 +120,10 @@ def series_for(gpu: torch.device | None) -> list[Series]:
     for lang, name in (("cuda", "CUDA C"), ("triton", "Triton")):
         v = best_rung(lang, gpu)
         if v is not None:
-            found.append(Series(lang, f"best {name} rung ({v.tag} {v.name})", gpu, variant=v))
+            found.append(Series(lang, f"best {name} rung ({v.tag} {v.name})", gpu, variant=v, lang=lang))
+            if lang in v.batched:
+                found.append(Series(f"{lang}_bmm", f"best {name} rung ({v.tag}), batch B in one launch", gpu,
+                                    batched=True, variant=v, lang=lang))
     return found
 
 
@@ -128,7 +133,7 @@ def bind(s: Series, n: int, seed: int) -> tuple[Callable[[], object], str]:
     gen = torch.Generator().manual_seed(seed)
     a, b = (torch.randn(shape, generator=gen).to(s.device) for _ in range(2))
     if s.variant is not None:
-        prepared = s.variant.prepare(s.key, a, b, **s.variant.configs[0])
+        prepared = s.variant.prepare(s.lang, a, b, **s.variant.configs[0])
         run, c = prepared.run, prepared.out
     else:
         c = torch.empty(shape, device=s.device)
