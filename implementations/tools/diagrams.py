@@ -39,7 +39,7 @@ from matplotlib.patches import Rectangle
 
 from ..core.registry import Variant, all_variants, config_label, select
 
-DPI = 110
+DPI = 130
 FILLS = ("0.96", "0.80", "0.64", "0.48")  # lightness steps that stay apart in grey
 MARK = "0.25"  # what a picture points at
 MARK_HATCH = "////"
@@ -153,17 +153,32 @@ def draw_owners(ax, owner: np.ndarray, *, unit: str, mark: int = 0, title: str, 
               interpolation="nearest")
     for r, c in zip(*np.nonzero(owner == mark)):
         _box(ax, c, r, 1, 1, fill=MARK, hatch=MARK_HATCH, lw=0, edge="white", gid=f"{unit}-mark")
+    smallest = max(owner.shape) / 40  # sides below this get an outline but no name
     for i in ids:
         rs, cs = np.nonzero(owner == i)
-        h, w = rs.max() - rs.min() + 1, cs.max() - cs.min() + 1
-        if h * w != len(rs):
-            continue  # scattered over the tile: no single box to name
-        _box(ax, cs.min(), rs.min(), w, h, lw=1.2, gid=f"{unit}-tile")
-        if min(h, w) >= owner.shape[0] / 12:
-            name = names(i) if names else f"{unit} {i}"
-            ax.text(cs.min() + w / 2, rs.min() + h / 2, name, ha="center", va="center", fontsize=FONT - 1,
-                    color="white" if i == mark else "black")
+        rows, cols = _runs(rs), _runs(cs)
+        if sum(n for _, n in rows) * sum(n for _, n in cols) != len(rs):
+            continue  # not whole rectangles: nothing to outline
+        whole = len(rows) == len(cols) == 1
+        for (r, h), (c, w) in ((r, c) for r in rows for c in cols):
+            _box(ax, c, r, w, h, lw=1.2 if whole else 0.5, gid=f"{unit}-tile" if whole else None)
+            if min(h, w) >= smallest and len(ids) <= 64:
+                short = unit == "lane" or not whole  # many small parts: the number alone
+                name = str(i) if short else names(i) if names else f"{unit} {i}"
+                ax.text(c + w / 2, r + h / 2, name, ha="center", va="center", fontsize=FONT - (3 if short else 1),
+                        color="white" if i == mark else "black", rotation=90 if w < h / 2 else 0)
     _box(ax, 0, 0, owner.shape[1], owner.shape[0], lw=1.6)
+
+
+def _runs(values: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive runs (start, length) of the distinct values."""
+    runs: list[list[int]] = []
+    for v in np.unique(values):
+        if runs and runs[-1][0] + runs[-1][1] == v:
+            runs[-1][1] += 1
+        else:
+            runs.append([int(v), 1])
+    return [(a, n) for a, n in runs]
 
 
 def owner_map(shape: tuple[int, int], cells: Callable[[int], tuple[np.ndarray, np.ndarray]], threads: int) -> np.ndarray:
@@ -185,8 +200,9 @@ def _grid_cells(rows: Iterable[int], cols: Iterable[int]) -> tuple[np.ndarray, n
 
 
 def hierarchy(variant: Variant, title: str, bm: int, bn: int, threads: int, cells, caption: str,
-              *, triton_note: str = "", zoom_lanes: bool = True) -> Diagram:
-    """Three levels: C in block tiles, one block tile by warp, and the first warp's elements by lane."""
+              *, triton_note: str = "", zoom_lanes: bool = True, zoom: tuple[int, int] | None = None) -> Diagram:
+    """Three levels: C in block tiles, one block tile by warp, and the first warp's elements by lane
+    (all of them, or the top-left `zoom` rows×columns where they repeat)."""
     owner = owner_map((bm, bn), cells, threads)
     warp = owner // WARP
     M, N, _ = example_shape(bm, bn)
@@ -200,8 +216,11 @@ def hierarchy(variant: Variant, title: str, bm: int, bn: int, threads: int, cell
         rs, cs = np.nonzero(warp == 0)
         box = owner[rs.min():rs.max() + 1, cs.min():cs.max() + 1]
         lanes = np.where(box // WARP == 0, box % WARP, -1)
-        draw_owners(axes[2], lanes, unit="lane",
-                    title=f"warp 0's {box.shape[0]}×{box.shape[1]}: lane 0's {facts['thread_elements']} outputs dark")
+        where = f"warp 0's {box.shape[0]}×{box.shape[1]}"
+        if zoom:
+            lanes = lanes[:zoom[0], :zoom[1]]
+            where = f"the first {zoom[0]}×{zoom[1]} of warp 0's {box.shape[0]}×{box.shape[1]}"
+        draw_owners(axes[2], lanes, unit="lane", title=f"{where}: lane 0's outputs dark")
         facts["warp_box"] = box.shape
     fig.suptitle(f"{variant.tag} {title}", fontsize=FONT + 3)
     text = (f"{variant.tag}: {caption} The block tile here is {bm}×{bn} with {threads} threads "
@@ -235,9 +254,12 @@ def draw_lines(ax, lanes: Mapping[int, tuple[int, int]], title: str) -> int:
         ax.text(-0.4, row + 0.5, f"line {line}", ha="right", va="center", fontsize=FONT - 2)
     for (row, word), who in words.items():
         _box(ax, word, row, 1, 1, fill=MARK, lw=0.3, edge="white")
-        label = str(who[0]) if len(who) == 1 else f"{who[0]}-{who[-1]}"
-        ax.text(word + 0.5, row + 0.5, label, ha="center", va="center", fontsize=FONT - 3, color="white",
-                rotation=90 if len(label) > 2 else 0)
+        if len(who) == 1:
+            ax.text(word + 0.5, row + 0.5, str(who[0]), ha="center", va="center", fontsize=FONT - 3, color="white")
+        else:  # one word for many lanes: a broadcast, named beside it
+            ax.text(word + 1.3, row + 0.5, f"lanes {who[0]}-{who[-1]}: one word (broadcast)", va="center",
+                    fontsize=FONT - 1, bbox={"facecolor": "white", "edgecolor": "none", "pad": 0.5})
+    ax.set_anchor("N")
     return len(touched)
 
 
@@ -374,7 +396,7 @@ def pipeline(k_tiles: int, stages: int) -> list[tuple[str, float, float, str]]:
         free = 0.0 if t < stages else bars_end(bars, "multiply", t - stages)
         start = max(issue, free) if stages > 1 else max(math_end, issue)
         copy_end[t] = start + LOAD
-        bars.append(("copy", start, LOAD, f"tile {t} → buf {t % stages}"))
+        bars.append((f"buffer {t % stages}", start, LOAD, f"copy tile {t}"))
         begin = max(math_end, copy_end[t])
         bars.append(("multiply", begin, MATH, f"tile {t}"))
         math_end = begin + MATH
@@ -387,12 +409,15 @@ def bars_end(bars, row: str, index: int) -> float:
     return mine[index][1] + mine[index][2]
 
 
-def draw_schedule(ax, bars: list[tuple[str, float, float, str]], rows: list[str], title: str) -> float:
-    """Bars over time, one row per unit of work; returns the end of the last bar."""
-    fills = {row: FILLS[1 + i % 3] for i, row in enumerate(rows)}
-    for bar_row, start, dur, label in bars:
+def draw_schedule(ax, bars: list[tuple[str, float, float, str]], rows: list[str], title: str,
+                  kind: Callable[[tuple], str] = lambda bar: bar[0]) -> float:
+    """Bars over time, one row per unit of work, shaded by `kind` (by default the row); returns the end
+    of the last bar."""
+    kinds = list(dict.fromkeys(kind(b) for b in bars))
+    for bar in bars:
+        bar_row, start, dur, label = bar
         y = rows.index(bar_row)
-        _box(ax, start, y + 0.12, dur, 0.76, fill=fills[bar_row], lw=0.6, gid=f"bar-{bar_row}")
+        _box(ax, start, y + 0.12, dur, 0.76, fill=FILLS[1 + kinds.index(kind(bar)) % 3], lw=0.6, gid=f"bar-{bar_row}")
         ax.text(start + dur / 2, y + 0.5, label, ha="center", va="center", fontsize=FONT - 2, clip_on=True)
     end = max(s + d for _, s, d, _ in bars)
     ax.set_xlim(0, end * 1.01)
@@ -411,12 +436,14 @@ def double_buffering(variant: Variant) -> list[Diagram]:
     k_tiles = 6
     cases = [("v08: one buffer", 1), (f"{variant.tag} CUDA C: STAGES = {cuda_stages} (cp.async)", cuda_stages),
              (f"{variant.tag} Triton: num_stages = {triton_stages}", triton_stages)]
-    fig, axes = _figure(1, width=10, height=1.6 * len(cases), rows=len(cases))
+    fig = Figure(figsize=(10, 0.5 * sum(s + 1 for _, s in cases) + 1.5 * len(cases)), layout="constrained")
+    axes = fig.subplots(len(cases), 1, height_ratios=[s + 1 for _, s in cases])
     facts = {}
     for ax, (title, stages) in zip(axes, cases):
         bars = pipeline(k_tiles, stages)
-        end = draw_schedule(ax, bars, ["copy", "multiply"], title)
-        in_flight = max(sum(1 for r, s, d, _ in bars if r == "copy" and s <= t < s + d)
+        end = draw_schedule(ax, bars, [f"buffer {b}" for b in range(stages)] + ["multiply"], title,
+                            kind=lambda bar: bar[3].split()[0])
+        in_flight = max(sum(1 for r, s, d, _ in bars if r.startswith("buffer") and s <= t < s + d)
                         for t in np.arange(0, end, 0.05))
         facts[stages] = {"end": end, "in_flight": in_flight}
     for ax in axes:
@@ -488,8 +515,7 @@ def race(variant: Variant) -> list[Diagram]:
                 title=f"b_tile {tile}×{tile}: the warp that stores each row")
     for k in range(tile):
         _box(axes[0], 0, k, 1, 1, fill="none", hatch=MARK_HATCH, lw=0.5, gid="read")
-    axes[0].text(tile + 0.3, tile / 2, "thread (0,0) reads\ncolumn 0: every row", fontsize=FONT - 1,
-                 va="center", rotation=90)
+    axes[0].set_xlabel("hatched: column 0, which thread (0,0) reads", fontsize=FONT)
     # warps drift apart without a barrier: warp w is slower by w steps of 0.35
     bars, races = [], 0
     for w in range(warps):
@@ -499,7 +525,8 @@ def race(variant: Variant) -> list[Diagram]:
             bars.append((f"warp {w}", t + 1.0, 2.0, f"multiply {step}"))
             t += 3.0
     rows = [f"warp {w}" for w in range(warps)]
-    draw_schedule(axes[1], bars, rows, "no barrier: warps drift apart (one interleaving)")
+    draw_schedule(axes[1], bars, rows, "no barrier: warps drift apart (one interleaving)",
+                  kind=lambda bar: bar[3].split()[0])
     axes[1].tick_params(axis="y", labelsize=FONT - 2)
     for w, (_, s, d, _) in enumerate(b for b in bars if b[3] == "store 1"):
         slower = [b for b in bars if b[3] == "multiply 0" and b[1] + b[2] > s and b[0] != f"warp {w}"]
@@ -515,7 +542,11 @@ def race(variant: Variant) -> list[Diagram]:
         lost += [(f"program {p}", t, 1.0, "load C"), (f"program {p}", t + 1.0, 0.6, "add"),
                  (f"program {p}", t + 1.6, 1.0, "store C")]
     draw_schedule(axes[2], lost, [f"program {p}" for p in range(split)],
-                  f"Triton: {split} split-K programs of one tile")
+                  f"Triton: {split} split-K programs of one tile", kind=lambda bar: bar[3])
+    for p, (_, s, d, _) in enumerate(b for b in lost if b[3] == "store C"):
+        if p < split - 1:  # a later program loaded C before this store: its store overwrites this sum
+            _box(axes[2], s, p + 0.12, d, 0.76, fill=MARK, hatch=MARK_HATCH, lw=0.6, gid="lost")
+            axes[2].text(s + d / 2, p + 0.5, "lost", ha="center", va="center", fontsize=FONT - 2, color="white")
     fig.suptitle(f"{variant.tag} TILE={tile}: who overwrites what others still read", fontsize=FONT + 3)
     caption = (f"{variant.tag} with TILE = {tile}: a block of {tile}×{tile} threads is {warps} warps; warp w stores "
                f"rows of b_tile that every thread then reads (thread (0,0) reads column 0, stored by warps "
@@ -614,7 +645,7 @@ def fragments(variant: Variant) -> list[Diagram]:
                         triton_note=f"tl.dot on BLOCK_M×BLOCK_N×BLOCK_K = {knobs['BLOCK_M']}×{knobs['BLOCK_N']}×"
                                     f"{knobs['BLOCK_K']} with num_warps = {knobs['num_warps']}, num_stages = "
                                     f"{knobs['num_stages']}: the compiler picks the mma instructions.",
-                        zoom_lanes=variant.stem != "v12_wmma")
+                        zoom_lanes=variant.stem != "v12_wmma", zoom=(fm, fn))
     ax = diagram.figure.axes[1]
     for r in range(0, BM, fm):
         for c in range(0, BN, fn):
@@ -737,7 +768,7 @@ def ring(tiles: int, k_tiles: int, stages: int, consumers: int, producer: bool) 
         start = max(issue, free)
         if not producer:  # the issuing thread is a consumer: it issues only between its own multiplies
             start = max(start, done.get(i - stages + 1, 0.0) if i >= stages - 1 else 0.0)
-        bars.append(("producer (TMA)" if producer else "TMA", start, LOAD, f"t{tile} k{kb} → slot {i % stages}"))
+        bars.append((f"slot {i % stages}", start, LOAD, f"TMA t{tile} k{kb}"))
         issue = start + 0.2
         begin = max(math_end, start + LOAD)
         for c in range(consumers):
@@ -754,9 +785,10 @@ def ring(tiles: int, k_tiles: int, stages: int, consumers: int, producer: bool) 
 def producer_consumer(variant: Variant, stages: int, consumers: int, producer: bool, source: str) -> Diagram:
     k_tiles, tiles = 4, 2
     bars = ring(tiles, k_tiles, stages, consumers, producer)
-    rows = list(dict.fromkeys(b[0] for b in bars))
-    fig, axes = _figure(1, width=12, height=0.75 * len(rows) + 1.2)
-    draw_schedule(axes[0], bars, rows, f"STAGES = {stages} slots, {tiles} tiles of {k_tiles} k-blocks each")
+    rows = [f"slot {s}" for s in range(stages)] + list(dict.fromkeys(b[0] for b in bars if not b[0].startswith("slot")))
+    fig, axes = _figure(1, width=12, height=0.5 * len(rows) + 1.4)
+    draw_schedule(axes[0], bars, rows, f"STAGES = {stages} shared-memory slots, {tiles} tiles of {k_tiles} k-blocks "
+                  f"each: copies in flight per slot, then the multiplies", kind=lambda bar: bar[3].split()[0])
     who = ("a producer warpgroup issues every TMA copy and runs ahead across tiles, so the next tile's copies fly "
            "during the consumers' epilogue" if producer else
            "thread 0 of warpgroup 0 issues the TMA copies STAGES - 1 k-blocks ahead, between its own multiplies")
@@ -767,7 +799,7 @@ def producer_consumer(variant: Variant, stages: int, consumers: int, producer: b
                f"consumer has finished the k-block that was there), a multiply on its `full` mbarrier (the copy engine "
                f"has counted the bytes in).")
     return Diagram(f"{variant.tag}_pipeline", caption, fig, {"stages": stages, "consumers": consumers,
-                                                             "copies": sum(1 for b in bars if "TMA" in b[0])})
+                                                             "copies": sum(1 for b in bars if b[0].startswith("slot"))})
 
 
 # ---- the registry: rung stem -> its diagrams -----------------------------------------------------------
