@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import io
 import os
 import re
 import sys
@@ -716,13 +717,14 @@ def warpgroups(variant: Variant, bm: int, bn: int, consumers: int, split: str, c
 # ---- block order -------------------------------------------------------------------------------------
 
 
-def draw_order(ax, order: list[tuple[int, int]], grid: tuple[int, int], wave: int, title: str) -> tuple[int, int]:
-    """Tiles numbered by when they start; the first `wave` (running together) dark. Returns the row panels
-    of A and column panels of B those read."""
+def draw_order(ax, order: list[tuple[int, int]], grid: tuple[int, int], wave: int, band: int,
+               title: str) -> tuple[int, int]:
+    """Tiles numbered by when they start, shaded in bands of `band` rows; the first `wave` (running
+    together) dark. Returns the row panels of A and column panels of B those read."""
     _matrix_axes(ax, grid[0], grid[1], title)
     for i, (r, c) in enumerate(order):
         now = i < wave
-        _box(ax, c, r, 1, 1, fill=MARK if now else FILLS[(r // 8 + c) % 2], lw=0.4, gid="wave" if now else "tile")
+        _box(ax, c, r, 1, 1, fill=MARK if now else FILLS[(r // band + c) % 2], lw=0.4, gid="wave" if now else "tile")
         ax.text(c + 0.5, r + 0.5, str(i), ha="center", va="center", fontsize=FONT - 3,
                 color="white" if now else "black")
     first = order[:wave]
@@ -740,7 +742,7 @@ def grouped_order(variant: Variant) -> list[Diagram]:
     facts = {}
     for ax, tile in zip(axes, (row_major, grouped)):
         order = [module._grouped_tile(t, grid[0], grid[1], tile.GROUP_M) for t in range(grid[0] * grid[1])]
-        panels = draw_order(ax, order, grid, wave, f"GROUP_M = {tile.GROUP_M}")
+        panels = draw_order(ax, order, grid, wave, tile.GROUP_M, f"GROUP_M = {tile.GROUP_M}")
         ax.set_title(f"GROUP_M = {tile.GROUP_M}: the first {wave} blocks read\n{panels[0]} row panels of A, "
                      f"{panels[1]} column panels of B", fontsize=FONT + 1)
         facts[tile.GROUP_M] = {"order": order, "panels": panels}
@@ -753,13 +755,17 @@ def grouped_order(variant: Variant) -> list[Diagram]:
     return [Diagram(f"{variant.tag}_order", caption, fig, {"grid": grid, "wave": wave, **facts})]
 
 
-def persistent_walk(variant: Variant, bm: int, bn: int, programs: int, group_m: int = 1) -> Diagram:
-    """A persistent grid: program p takes tiles p, p + P, p + 2P, ... (each mapped through grouped_tile)."""
+def persistent_walk(variant: Variant, bm: int, bn: int, programs: int, group_m: int = 1, cluster: int = 1,
+                    note: str = "") -> Diagram:
+    """A persistent grid: program p takes tiles p, p + P, p + 2P, ... (each mapped through grouped_tile);
+    with clusters, a cluster of `cluster` CTAs takes a cluster tile of cluster·bm rows."""
     from ..v11_autotuned import _grouped_tile
 
-    M, N = 6 * bm, 8 * bn
-    grid = (M // bm, N // bn)
+    height = cluster * bm
+    M, N = 6 * height, 8 * bn
+    grid = (M // height, N // bn)
     tiles = grid[0] * grid[1]
+    who = "cluster" if cluster > 1 else "program"
     fig, axes = _figure(1, width=6.4, height=5.2)
     ax = axes[0]
     _matrix_axes(ax, grid[0], grid[1], "")
@@ -767,17 +773,22 @@ def persistent_walk(variant: Variant, bm: int, bn: int, programs: int, group_m: 
     for t in range(tiles):
         r, c = _grouped_tile(t, grid[0], grid[1], group_m)
         rnd = t // programs
-        _box(ax, c, r, 1, 1, fill=FILLS[rnd % len(FILLS)], hatch="..." if rnd == rounds - 1 else None, lw=0.5,
-             gid="tile")
-        ax.text(c + 0.5, r + 0.5, f"p{t % programs}\nround {rnd}", ha="center", va="center", fontsize=FONT - 2)
+        last = rnd == rounds - 1
+        _box(ax, c, r, 1, 1, fill=FILLS[rnd % len(FILLS)], hatch="..." if last else None, lw=0.5, gid="tile",
+             edge="0.55" if last else EDGE)
+        ax.text(c + 0.5, r + 0.5, f"{who[0]}{t % programs}\nround {rnd}", ha="center", va="center",
+                fontsize=FONT - 2, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1} if last else None)
+    _box(ax, 0, 0, grid[1], grid[0], lw=1.6)
     idle = rounds * programs - tiles
-    ax.set_title(f"{tiles} tiles of {bm}×{bn}, {programs} persistent programs: {rounds} rounds, "
-                 f"{idle} programs idle in the last (dotted)", fontsize=FONT + 1)
+    size = f"{height}×{bn} ({cluster} CTAs of {bm}×{bn})" if cluster > 1 else f"{bm}×{bn}"
+    ax.set_title(f"{tiles} {who} tiles of {size}, {programs} persistent {who}s:\n{rounds} rounds, "
+                 f"{idle} {who}s idle in the last (dotted)", fontsize=FONT + 1)
     fig.suptitle(f"{variant.tag}: the persistent tile walk", fontsize=FONT + 3)
-    caption = (f"{variant.tag}: a persistent grid of one program (CTA) per SM; program p computes tiles p, p + P, "
-               f"p + 2P, ... in {'row-major' if group_m == 1 else f'grouped (GROUP_M = {group_m})'} order. Example: a "
-               f"{M}×{N} C on a GPU of P = {programs} SMs (an H100 has 132), so the picture stays readable. Shade: "
-               f"the round; the last round leaves {idle} programs idle.")
+    order = "row-major" if group_m == 1 else f"grouped (GROUP_M = {group_m} {who} rows, column by column)"
+    caption = (f"{variant.tag}: a persistent grid; {who} p computes tiles p, p + P, p + 2P, ... in {order} order. "
+               f"Example: a {M}×{N} C and P = {programs} {who}s, small so that the picture stays readable (on a GPU P "
+               f"is as many as fit on its SMs at once). Shade: the round; the last round leaves {idle} {who}s idle."
+               + (f" {note}" if note else ""))
     return Diagram(f"{variant.tag}_walk", caption, fig, {"tiles": tiles, "rounds": rounds, "programs": programs})
 
 
@@ -851,7 +862,8 @@ def v15(variant: Variant) -> list[Diagram]:
                        f"multiply 64×{tile.BN}; CLUSTER_M = {tile.CLUSTER_M} CTAs of vertically adjacent tiles share "
                        f"each B tile by TMA multicast."),
             producer_consumer(variant, tile.STAGES, 2, True, f"the first candidate, {tile}"),
-            persistent_walk(variant, module.BM * tile.CLUSTER_M, tile.BN, programs=10, group_m=tile.GROUP_M)]
+            persistent_walk(variant, module.BM, tile.BN, programs=10, group_m=tile.GROUP_M, cluster=tile.CLUSTER_M,
+                            note="Every other round walks k downwards, starting on what the round before read last.")]
 
 
 def v16(variant: Variant) -> list[Diagram]:
@@ -888,6 +900,16 @@ def diagrams_of(variant: Variant) -> list[Diagram]:
     return draw(variant) if draw else []
 
 
+def save(figure: Figure, path: Path) -> Path:
+    """PNG in 8-bit grey: the pictures are drawn in greys only, and a third of the bytes of RGBA."""
+    from PIL import Image  # matplotlib's own dependency
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, dpi=DPI, format="png")
+    Image.open(buffer).convert("L").save(path, optimize=True)
+    return path
+
+
 def write(variants: Iterable[Variant], out_dir: Path) -> dict[str, list[tuple[Path, str]]]:
     """Draw every rung's figures into out_dir as PNG; returns rung tag -> [(path, caption)]."""
     out_dir = Path(out_dir)
@@ -896,7 +918,7 @@ def write(variants: Iterable[Variant], out_dir: Path) -> dict[str, list[tuple[Pa
     for variant in variants:
         for d in diagrams_of(variant):
             path = out_dir / f"{d.name}.png"
-            d.figure.savefig(path, dpi=DPI)
+            save(d.figure, path)
             written.setdefault(variant.tag, []).append((path, d.caption))
     return written
 

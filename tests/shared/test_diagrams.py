@@ -33,7 +33,7 @@ def drawn(tmp_path_factory):
     for stem, variant in VARIANTS.items():
         found[stem] = diagrams.diagrams_of(variant)
         for d in found[stem]:
-            d.figure.savefig(out / f"{d.name}.png", dpi=diagrams.DPI)
+            diagrams.save(d.figure, out / f"{d.name}.png")
     return found, out
 
 
