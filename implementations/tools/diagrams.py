@@ -38,6 +38,7 @@ from matplotlib.colors import ListedColormap
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
+from ..core import IMPORT_ROOT
 from ..core.registry import Variant, all_variants, config_label, select
 
 DPI = 130
@@ -497,15 +498,17 @@ def staging(variant: Variant) -> list[Diagram]:
         tile = config["TILE"]
         M, N, K = example_shape(tile, tile, tile)
         k_tiles = triton.cdiv(K, tile)
-        fig, axes = _figure(3, width=3.6, height=3.6)
+        fig = Figure(figsize=(11, 5.4), layout="constrained")
+        panels = fig.subplot_mosaic([["C", "A", "B"], ["flow", "flow", "flow"]], height_ratios=[3.2, 1])
+        axes = [panels["C"], panels["A"], panels["B"]]
         step = 1
         rows = triton.cdiv(M, tile)
         cols = triton.cdiv(N, tile)
         draw_block_grid(axes[0], M, N, tile, tile, label=lambda r, c: f"({r},{c})", mark=(1, 2),
                         title=f"C: block (1, 2)'s {tile}×{tile} tile dark")
         # A's row panel and B's column panel, cut into the K steps the block walks
-        _matrix_axes(axes[1], rows * tile, k_tiles * tile, f"A: row panel in {k_tiles} K steps")
-        _matrix_axes(axes[2], k_tiles * tile, cols * tile, f"B: column panel in {k_tiles} K steps")
+        _matrix_axes(axes[1], rows * tile, k_tiles * tile, f"A {M}×{K}: block row 1 in {k_tiles} K steps")
+        _matrix_axes(axes[2], k_tiles * tile, cols * tile, f"B {K}×{N}: block column 2 in {k_tiles} K steps")
         for s in range(k_tiles):
             for ax, (x, y) in ((axes[1], (s * tile, tile)), (axes[2], (2 * tile, s * tile))):
                 now = s == step
@@ -515,13 +518,24 @@ def staging(variant: Variant) -> list[Diagram]:
                         color="white" if now else "black")
         _box(axes[1], 0, 0, K, M, lw=2)
         _box(axes[2], 0, 0, N, K, lw=2)
+        flow = []
+        for s in range(2):
+            t = s * 7.0
+            flow += [("block", t, 2.5, f"copy tiles k{s}: an element a thread"), ("block", t + 2.5, 0.8, "sync"),
+                     ("block", t + 3.3, 2.9, f"multiply k{s}: {tile} FMAs a thread"), ("block", t + 6.2, 0.8, "sync")]
+        draw_schedule(panels["flow"], flow, ["block"], "one block's first two K steps: two __syncthreads() each",
+                      kind=lambda bar: bar[3].split()[0])
+        panels["flow"].set_yticks([0.5], [f"{tile}×{tile} threads"], fontsize=FONT)
+        knobs = triton_knobs(variant, config)
         fig.suptitle(f"{variant.tag} TILE={tile}: per K step, stage an A tile and a B tile "
                      f"(load → barrier → multiply → barrier)", fontsize=FONT + 2)
         caption = (f"{variant.tag} with TILE = {tile}: block (1, 2) of an example {M}×{N}×{K} product walks "
                    f"ceil({K}/{tile}) = {k_tiles} K steps; at each (k{step} dark) its {tile}×{tile} threads copy one "
                    f"{tile}×{tile} tile of A and one of B into shared memory, wait at __syncthreads(), multiply them "
-                   f"out of shared memory, and wait again before the next copy. Triton: one program per tile, the "
-                   f"same BLOCK_M = BLOCK_N = BLOCK_K = {tile}; the compiler places the barriers.")
+                   f"out of shared memory, and wait again before the next copy (the strip: its order, not its durations; "
+                   f"the hatched edge tiles are padded with zeros). Triton: one program per tile, BLOCK_M×BLOCK_N×"
+                   f"BLOCK_K = {knobs['BLOCK_M']}×{knobs['BLOCK_N']}×{knobs['BLOCK_K']}; the compiler stages the "
+                   f"tiles and places the barriers.")
         diagrams.append(Diagram(f"{variant.tag}_staging_tile{tile}", caption, fig,
                                 {"k_steps": k_tiles, "grid": (rows, cols), "example": (M, N, K)}))
     return diagrams
@@ -843,6 +857,51 @@ def producer_consumer(variant: Variant, stages: int, consumers: int, producer: b
                                                              "copies": sum(1 for b in bars if b[0].startswith("slot"))})
 
 
+V15_STAMPS = IMPORT_ROOT / "docs" / "results" / "h100_v15_timeline" / "4096_bf16.npz"
+
+
+def measured_walk(variant: Variant, path: Path = V15_STAMPS) -> list[Diagram]:
+    """v15's CUDA C kernel as it ran: each CTA's start, the end of each tile it multiplied and its end, from
+    stamps saved by `python -m implementations.tools.timeline --save` (none where they are not at hand)."""
+    if not path.is_file():
+        return []
+    from .timeline import END_CLK, END_NS, START_CLK, START_NS, TILES
+
+    saved = np.load(path)
+    stamps, taken = saved["stamps"][0], saved["taken"]
+    t0 = stamps[:, START_NS].min()
+    fig, axes = _figure(1, width=11, height=5.6)
+    ax = axes[0]
+    for cta, row in enumerate(stamps):
+        ns_per_clk = (row[END_NS] - row[START_NS]) / (row[END_CLK] - row[START_CLK])
+        marks = [row[START_NS]] + [row[START_NS] + (clk - row[START_CLK]) * ns_per_clk
+                                   for clk in row[TILES:TILES + min(taken[cta], len(row) - TILES)]]
+        if marks[-1] < row[END_NS]:
+            marks.append(row[END_NS])
+        spans = [((a - t0) / 1e3, (b - a) / 1e3) for a, b in zip(marks, marks[1:])]
+        ax.broken_barh(spans, (cta, 0.9), facecolors=[FILLS[1 + i % 3] for i in range(len(spans))],
+                       edgecolor="none", gid="cta")
+    ax.set_ylim(len(stamps), 0)
+    ax.set_xlim(0, (stamps[:, END_NS].max() - t0) / 1e3 * 1.02)
+    ax.set_xlabel("µs since the first CTA started (measured)", fontsize=FONT)
+    ax.set_ylabel("CTA", fontsize=FONT)
+    ax.tick_params(labelsize=FONT)
+    shape, tile = "×".join(map(str, saved["shape"])), variant_tile(variant, saved["tile"])
+    ax.set_title(f"{shape} bf16, {tile}: {len(stamps)} CTAs, shade changes at each tile's last multiply",
+                 fontsize=FONT + 1)
+    fig.suptitle(f"{variant.tag}: the tile walk as measured, CTA by CTA", fontsize=FONT + 3)
+    caption = (f"{variant.tag}: measured, not drawn from the config: one launch of the CUDA C kernel ({shape}, bf16, "
+               f"{tile}) on an H100, from the stamps in {path.relative_to(IMPORT_ROOT).as_posix()} (the first of "
+               f"{len(saved['stamps'])} launches). Each row is a CTA from its start to its end; the shade changes where "
+               f"it finished a tile's multiplies, and the piece after the last of them is its last epilogue (storing C). "
+               f"`python -m implementations.tools.timeline` records and analyses such stamps.")
+    return [Diagram(f"{variant.tag}_measured", caption, fig, {"ctas": len(stamps), "tiles": int(taken.sum())})]
+
+
+def variant_tile(variant: Variant, values) -> str:
+    return str(sys.modules[variant.module].Tile(*map(int, values)))
+
+
 # ---- the registry: rung stem -> its diagrams -----------------------------------------------------------
 
 
@@ -863,7 +922,8 @@ def v15(variant: Variant) -> list[Diagram]:
                        f"each B tile by TMA multicast."),
             producer_consumer(variant, tile.STAGES, 2, True, f"the first candidate, {tile}"),
             persistent_walk(variant, module.BM, tile.BN, programs=10, group_m=tile.GROUP_M, cluster=tile.CLUSTER_M,
-                            note="Every other round walks k downwards, starting on what the round before read last.")]
+                            note="Every other round walks k downwards, starting on what the round before read last."),
+            *measured_walk(variant)]
 
 
 def v16(variant: Variant) -> list[Diagram]:
