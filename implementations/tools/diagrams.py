@@ -250,7 +250,7 @@ def draw_lines(ax, lanes: Mapping[int, tuple[int, int]], title: str) -> int:
             words.setdefault((touched.index(byte // LINE_BYTES), byte % LINE_BYTES // FLOAT), []).append(lane)
     per_line = LINE_BYTES // FLOAT
     _matrix_axes(ax, len(touched), per_line, title)
-    ax.set_ylim(max(len(touched), 4) + 0.1, -0.1)
+    ax.set_ylim(len(touched) + 0.1, -0.1)
     for row, line in enumerate(touched):
         _box(ax, 0, row, per_line, 1, fill=FILLS[1], gid="line")
         ax.text(-0.4, row + 0.5, f"line {line}", ha="right", va="center", fontsize=FONT - 2)
@@ -286,7 +286,8 @@ def naive_access(variant: Variant) -> list[Diagram]:
     module = sys.modules[variant.module]
     _, N, K = example_shape(module.THREADS, module.THREADS, module.THREADS)
     loads = naive_addresses(variant, K, N)
-    fig, axes = _figure(2, width=5.2, height=5.6)
+    tallest = max(len(segments(lanes.values())) for lanes in loads.values())
+    fig, axes = _figure(2, width=5.2, height=1.0 + 0.17 * max(tallest, 2))
     counts = {}
     for ax, (operand, lanes) in zip(axes, loads.items()):
         dims = f"{K} floats a row" if operand == "A" else f"{N} floats a row"
@@ -857,6 +858,45 @@ def producer_consumer(variant: Variant, stages: int, consumers: int, producer: b
                                                              "copies": sum(1 for b in bars if b[0].startswith("slot"))})
 
 
+def cluster_multicast(variant: Variant) -> Diagram:
+    """v15: the CTAs of a cluster compute vertically adjacent tiles and share each B tile; CTA `rank` loads
+    B's 64-column boxes rank, rank + CLUSTER_M, ... and TMA multicasts each into every CTA of the cluster."""
+    module = sys.modules[variant.module]
+    tile = module.CUDA_CANDIDATES[0]
+    (box,) = cu_shape(variant, r"V15_B_BOX_BYTES = V15_BK \* (\d+) \* 2")
+    BM, BK, BN, ranks = module.BM, module.BK, tile.BN, tile.CLUSTER_M
+    gap = BK / 2
+    fig, axes = _figure(1, width=6.4, height=6.0)
+    ax = axes[0]
+    top = BK + gap
+    _matrix_axes(ax, top + ranks * BM, BN, "")
+    for b in range(BN // box):
+        rank = b % ranks  # for (box = rank; box < B_BOXES; box += CLUSTER_M)
+        _box(ax, b * box, 0, box, BK, fill=FILLS[1 + 2 * rank % 3], hatch=MARK_HATCH if rank else None,
+             gid="b-box")
+        ax.text(b * box + box / 2, BK / 2, f"box {b}\nloaded by\nCTA {rank}", ha="center", va="center",
+                fontsize=FONT - 1, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1})
+    ax.text(BN / 2, -4, f"B's {BK}×{BN} tile for this k-block", ha="center", va="bottom", fontsize=FONT)
+    for rank in range(ranks):
+        y = top + rank * BM
+        _box(ax, 0, y, BN, BM, fill=FILLS[0], lw=1.4, gid="cta-tile")
+        ax.text(BN / 2, y + BM / 2, f"CTA {rank}: C rows {rank * BM}-{rank * BM + BM - 1} of the cluster tile,\n"
+                f"multiplies with the whole B tile (every box lands in its shared memory)", ha="center",
+                va="center", fontsize=FONT - 1)
+        # the first CTA's arrow goes straight down, the others' along the right margin, clear of the text
+        x = BN / 2 if rank == 0 else BN + 6 * rank
+        ax.annotate("", xy=(x, y if rank == 0 else y + BM / 2), xytext=(x, BK if rank == 0 else BK / 2),
+                    arrowprops={"arrowstyle": "->", "color": EDGE, "lw": 1.2})
+    ax.set_xlim(-2, BN + 6 * ranks + 2)
+    fig.suptitle(f"{variant.tag}: a cluster of {ranks} CTAs shares each B tile (TMA multicast)", fontsize=FONT + 3)
+    caption = (f"{variant.tag}: the first candidate ({tile}) runs clusters of CLUSTER_M = {ranks} CTAs on vertically "
+               f"adjacent {BM}×{BN} tiles, which need the same B tile. CTA r issues the TMA copies of B's {box}-column "
+               f"boxes r, r + {ranks}, ... (the box width read from the .cu) with multicast, so each box is read from "
+               f"L2 once and lands in both CTAs' shared memory; a slot is refilled only when the consumers of both "
+               f"CTAs have arrived on its `empty` barrier.")
+    return Diagram(f"{variant.tag}_cluster", caption, fig, {"boxes": BN // box, "ranks": ranks})
+
+
 V15_STAMPS = IMPORT_ROOT / "docs" / "results" / "h100_v15_timeline" / "4096_bf16.npz"
 
 
@@ -920,6 +960,7 @@ def v15(variant: Variant) -> list[Diagram]:
                        f"the first candidate ({tile}): warpgroup 0 only produces (TMA), warpgroups 1 and 2 each "
                        f"multiply 64×{tile.BN}; CLUSTER_M = {tile.CLUSTER_M} CTAs of vertically adjacent tiles share "
                        f"each B tile by TMA multicast."),
+            cluster_multicast(variant),
             producer_consumer(variant, tile.STAGES, 2, True, f"the first candidate, {tile}"),
             persistent_walk(variant, module.BM, tile.BN, programs=10, group_m=tile.GROUP_M, cluster=tile.CLUSTER_M,
                             note="Every other round walks k downwards, starting on what the round before read last."),

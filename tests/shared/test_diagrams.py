@@ -80,7 +80,7 @@ def test_every_picture_renders_as_a_readable_png(drawn):
     for found in drawn[0].values():
         for d in found:
             image = Image.open(drawn[1] / f"{d.name}.png").convert("L")
-            assert image.width >= 600 and image.height >= 200, d.name
+            assert image.width >= 600 and image.height >= 150, d.name
             assert len(image.getcolors(1 << 16)) > 8, f"{d.name} is blank"
 
 
@@ -303,6 +303,18 @@ def test_the_tma_ring_has_the_rungs_stages_and_says_it_is_a_schedule(drawn, stem
     slots = [t.get_text() for t in d.figure.axes[0].get_yticklabels() if t.get_text().startswith("slot")]
     assert len(slots) == stages
     assert "not a measurement" in d.caption
+
+
+def test_v15_cluster_ranks_take_alternate_b_boxes(drawn):
+    d = one(drawn, "v15_warp_specialized", "_cluster")
+    tile = module("v15_warp_specialized").CUDA_CANDIDATES[0]
+    width = int(re.search(r"V15_B_BOX_BYTES = V15_BK \* (\d+)", VARIANTS["v15_warp_specialized"].cuda_source.path
+                          .read_text()).group(1))
+    boxes = sorted(patches(d.figure, "b-box"), key=lambda p: p.get_x())
+    assert len(boxes) == tile.BN // width
+    labels = sorted((t.get_position()[0], t.get_text()) for t in texts(d.figure.axes[0]) if t.get_text().startswith("box"))
+    assert [text.split()[-1] for _, text in labels] == [str(b % tile.CLUSTER_M) for b in range(len(boxes))]
+    assert len(patches(d.figure, "cta-tile")) == tile.CLUSTER_M
 
 
 def test_v15_measured_walk_draws_each_cta_and_each_tile_it_took(drawn):
