@@ -442,15 +442,20 @@ def bars_end(bars, row: str, index: int) -> float:
 
 
 def draw_schedule(ax, bars: list[tuple[str, float, float, str]], rows: list[str], title: str,
-                  kind: Callable[[tuple], str] = lambda bar: bar[0]) -> float:
-    """Bars over time, one row per unit of work, shaded by `kind` (by default the row); returns the end
-    of the last bar."""
+                  kind: Callable[[tuple], str] = lambda bar: bar[0], marks: Mapping[int, str] = {}) -> float:
+    """Bars over time, one row per unit of work, shaded by `kind` (by default the row); `marks`: bar index
+    -> what to call the bars a picture points at (drawn dark, the name as their gid). Returns the end of
+    the last bar."""
     kinds = list(dict.fromkeys(kind(b) for b in bars))
-    for bar in bars:
+    for i, bar in enumerate(bars):
         bar_row, start, dur, label = bar
         y = rows.index(bar_row)
-        _box(ax, start, y + 0.12, dur, 0.76, fill=FILLS[1 + kinds.index(kind(bar)) % 3], lw=0.6, gid=f"bar-{bar_row}")
-        ax.text(start + dur / 2, y + 0.5, label, ha="center", va="center", fontsize=FONT - 2, clip_on=True)
+        marked = marks.get(i)
+        fill = MARK if marked else FILLS[1 + kinds.index(kind(bar)) % 3]
+        _box(ax, start, y + 0.12, dur, 0.76, fill=fill, hatch=MARK_HATCH if marked else None, lw=0.6,
+             gid=marked or f"bar-{bar_row}")
+        ax.text(start + dur / 2, y + 0.5, f"{label}: {marked}" if marked else label, ha="center", va="center",
+                fontsize=FONT - 2, clip_on=True, color="white" if marked else "black")
     end = max(s + d for _, s, d, _ in bars)
     ax.set_xlim(0, end * 1.01)
     ax.set_ylim(len(rows), 0)
@@ -562,7 +567,7 @@ def race(variant: Variant) -> list[Diagram]:
         _box(axes[0], 0, k, 1, 1, fill="none", hatch=MARK_HATCH, lw=0.5, gid="read")
     axes[0].set_xlabel("hatched: column 0, which thread (0,0) reads", fontsize=FONT)
     # warps drift apart without a barrier: warp w is slower by w steps of 0.35
-    bars, races = [], 0
+    bars = []
     for w in range(warps):
         t = 0.35 * w
         for step in range(2):
@@ -570,28 +575,23 @@ def race(variant: Variant) -> list[Diagram]:
             bars.append((f"warp {w}", t + 1.0, 2.0, f"multiply {step}"))
             t += 3.0
     rows = [f"warp {w}" for w in range(warps)]
+    # a warp's store of step 1 races with every slower warp still multiplying step 0
+    races = {i: "race" for i, (row, s, _, label) in enumerate(bars) if label == "store 1" and any(
+        b[3] == "multiply 0" and b[1] + b[2] > s and b[0] != row for b in bars)}
     draw_schedule(axes[1], bars, rows, "no barrier: warps drift apart (one interleaving)",
-                  kind=lambda bar: bar[3].split()[0])
+                  kind=lambda bar: bar[3].split()[0], marks=races)
     axes[1].tick_params(axis="y", labelsize=FONT - 2)
-    for w, (_, s, d, _) in enumerate(b for b in bars if b[3] == "store 1"):
-        slower = [b for b in bars if b[3] == "multiply 0" and b[1] + b[2] > s and b[0] != f"warp {w}"]
-        if slower:
-            races += 1
-            _box(axes[1], s, w + 0.12, d, 0.76, fill=MARK, hatch=MARK_HATCH, lw=0.6, gid="race")
-            axes[1].text(s + d / 2, w + 0.5, "overwrites", ha="center", va="center", fontsize=FONT - 3,
-                         color="white")
     split = module.SPLIT_K
     lost = []
     for p in range(split):
         t = 0.4 * p
         lost += [(f"program {p}", t, 1.0, "load C"), (f"program {p}", t + 1.0, 0.6, "add"),
                  (f"program {p}", t + 1.6, 1.0, "store C")]
+    # every program loads C before the first store, so each store but the last is overwritten
+    last = max(s for _, s, _, label in lost if label == "store C")
     draw_schedule(axes[2], lost, [f"program {p}" for p in range(split)],
-                  f"Triton: {split} split-K programs of one tile", kind=lambda bar: bar[3])
-    for p, (_, s, d, _) in enumerate(b for b in lost if b[3] == "store C"):
-        if p < split - 1:  # a later program loaded C before this store: its store overwrites this sum
-            _box(axes[2], s, p + 0.12, d, 0.76, fill=MARK, hatch=MARK_HATCH, lw=0.6, gid="lost")
-            axes[2].text(s + d / 2, p + 0.5, "lost", ha="center", va="center", fontsize=FONT - 2, color="white")
+                  f"Triton: {split} split-K programs of one tile", kind=lambda bar: bar[3],
+                  marks={i: "lost" for i, (_, s, _, label) in enumerate(lost) if label == "store C" and s < last})
     fig.suptitle(f"{variant.tag} TILE={tile}: who overwrites what others still read", fontsize=FONT + 3)
     caption = (f"{variant.tag} with TILE = {tile}: a block of {tile}×{tile} threads is {warps} warps; warp w stores "
                f"rows of b_tile that every thread then reads (thread (0,0) reads column 0, stored by warps "
@@ -600,7 +600,7 @@ def race(variant: Variant) -> list[Diagram]:
                f"schedule with made-up durations. Triton: the SPLIT_K = {split} programs of one tile each load C, add "
                f"and store; all load before any stores, so all but the last addition is lost.")
     return [Diagram(f"{variant.tag}_race", caption, fig, {"warps": warps, "writers_read": len(read),
-                                                          "races": races, "split_k": split})]
+                                                          "races": len(races), "split_k": split})]
 
 
 # ---- the tile hierarchies ------------------------------------------------------------------------------
@@ -947,21 +947,26 @@ def variant_tile(variant: Variant, values) -> str:
 
 def v14(variant: Variant) -> list[Diagram]:
     module = sys.modules[variant.module]
-    return [warpgroups(variant, module.BM, module.BN, 2, "rows",
-                       "two warpgroups of 128 threads, each multiplying 64 rows of the tile with wgmma."),
-            producer_consumer(variant, module.STAGES, 2, False, "the module's STAGES"),
+    consumers = 2  # the launch's 256 threads: both warpgroups multiply
+    return [warpgroups(variant, module.BM, module.BN, consumers, "rows",
+                       f"{consumers} warpgroups of 128 threads, each multiplying {module.BM // consumers} rows of the "
+                       f"tile with wgmma. Triton: tma_persistent_kernel on the same {module.BM}×{module.BN}×{module.BK} "
+                       f"tiles and walk; tl.dot becomes wgmma, and the compiler splits the tile over its warps."),
+            producer_consumer(variant, module.STAGES, consumers, False, "the module's STAGES"),
             persistent_walk(variant, module.BM, module.BN, programs=20)]
 
 
 def v15(variant: Variant) -> list[Diagram]:
     module = sys.modules[variant.module]
     tile = module.CUDA_CANDIDATES[0]
-    return [warpgroups(variant, module.BM, tile.BN, 2, "rows",
-                       f"the first candidate ({tile}): warpgroup 0 only produces (TMA), warpgroups 1 and 2 each "
-                       f"multiply 64×{tile.BN}; CLUSTER_M = {tile.CLUSTER_M} CTAs of vertically adjacent tiles share "
-                       f"each B tile by TMA multicast."),
+    consumers = module.THREADS // (4 * WARP) - 1  # one producer warpgroup
+    return [warpgroups(variant, module.BM, tile.BN, consumers, "rows",
+                       f"the first candidate ({tile}): warpgroup 0 only produces (TMA), warpgroups 1 to {consumers} "
+                       f"each multiply {module.BM // consumers}×{tile.BN}; CLUSTER_M = {tile.CLUSTER_M} CTAs of "
+                       f"vertically adjacent tiles share each B tile by TMA multicast. Triton: v14's kernel with its "
+                       f"FLATTEN and C_BY_TMA knobs on, searched over its configs; no warp specialization, no clusters."),
             cluster_multicast(variant),
-            producer_consumer(variant, tile.STAGES, 2, True, f"the first candidate, {tile}"),
+            producer_consumer(variant, tile.STAGES, consumers, True, f"the first candidate, {tile}"),
             persistent_walk(variant, module.BM, tile.BN, programs=10, group_m=tile.GROUP_M, cluster=tile.CLUSTER_M,
                             note="Every other round walks k downwards, starting on what the round before read last."),
             *measured_walk(variant)]
@@ -970,9 +975,13 @@ def v15(variant: Variant) -> list[Diagram]:
 def v16(variant: Variant) -> list[Diagram]:
     module = sys.modules[variant.module]
     tile = module.CUDA_CANDIDATES[0]
-    return [warpgroups(variant, module.BM, module.BN, 2, "columns",
-                       "the kernel computes Cᵀ; consumer warpgroup 1 owns columns 0-63 of the tile, 2 owns 64-127."),
-            producer_consumer(variant, tile.STAGES, 2, True, f"the first candidate, {tile}")]
+    consumers = module.THREADS // (4 * WARP) - 1
+    width = module.BN // consumers
+    return [warpgroups(variant, module.BM, module.BN, consumers, "columns",
+                       f"the kernel computes Cᵀ; consumer warpgroup w owns columns {width}·(w - 1) to {width}·w - 1 of "
+                       f"the tile. Triton: a persistent tl.dot kernel on TMA descriptors, searched over its tf32 "
+                       f"configs; the compiler lays out the accumulators."),
+            producer_consumer(variant, tile.STAGES, consumers, True, f"the first candidate, {tile}")]
 
 
 DIAGRAMS: dict[str, Callable[[Variant], list[Diagram]]] = {
