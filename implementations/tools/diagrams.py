@@ -50,7 +50,7 @@ FONT = 8
 GREYS = ListedColormap([str(0.93 - 0.5 * i / 7) for i in range(8)])  # eight greys, light to mid
 WARP = 32
 LINE_BYTES = 128  # a global-memory transaction (one L1 line)
-BANKS, BANK_BYTES = 32, 4
+BANKS = 32
 FLOAT = 4
 
 
@@ -135,8 +135,9 @@ def draw_block_grid(ax, M: int, N: int, bm: int, bn: int, *, label: Callable[[in
         for c in range(cols):
             fill = MARK if (r, c) == mark else FILLS[(r + c) % 2]
             _box(ax, c * bn, r * bm, bn, bm, fill=fill, gid="block-tile")
-            ax.text((c + 0.5) * bn, (r + 0.5) * bm, label(r, c), ha="center", va="center", fontsize=FONT - 1,
-                    color="white" if (r, c) == mark else "black")
+            # the label sits in the part of the tile inside C
+            ax.text((c * bn + min(c * bn + bn, N)) / 2, (r * bm + min(r * bm + bm, M)) / 2, label(r, c),
+                    ha="center", va="center", fontsize=FONT - 1, color="white" if (r, c) == mark else "black")
     if width > N:
         _box(ax, N, 0, width - N, height, hatch="xx", lw=0, edge="0.55")
     if height > M:
@@ -291,11 +292,11 @@ def naive_access(variant: Variant) -> list[Diagram]:
     counts = {}
     for ax, (operand, lanes) in zip(axes, loads.items()):
         dims = f"{K} floats a row" if operand == "A" else f"{N} floats a row"
-        counts[operand] = draw_lines(ax, lanes, f"{operand} ({dims}): lines one load touches")
-        ax.set_title(f"{operand} ({dims}): {counts[operand]} transaction(s)", fontsize=FONT + 1)
+        counts[operand] = len(segments(lanes.values()))
+        draw_lines(ax, lanes, f"{operand} ({dims}): {counts[operand]} transaction(s)")
     lane_axis = "rows" if variant.stem == "v01_naive" else "columns"
     fig.suptitle(f"{variant.tag}: one warp, one k: lanes walk the {lane_axis} of C", fontsize=FONT + 3)
-    block = sys.modules[variant.module].BLOCK_M if variant.stem == "v01_naive" else module.BLOCK_N
+    block = module.BLOCK_M if variant.stem == "v01_naive" else module.BLOCK_N
     caption = (f"{variant.tag}: the 32 lanes of block (0, 0)'s first warp at k = 0 (block {module.THREADS}×"
                f"{module.THREADS}, threadIdx.x fastest), K = {K}, N = {N}. Each row is one 128-byte line of memory, "
                f"its 32 words marked with the lanes that read them: A takes {counts['A']} transaction(s), "
@@ -320,16 +321,17 @@ def float4_loads(variant: Variant) -> list[Diagram]:
     facts = {}
     for ax, (what, lanes) in zip(axes, loads.items()):
         per = lanes[0][1] // FLOAT
-        count = draw_lines(ax, lanes, "")
+        count = len(segments(lanes.values()))
         instructions = triton.cdiv(BN, WARP * per)
-        ax.set_title(f"{what}: {count} line(s) per instruction,\n{instructions} instruction(s) per {BN}-float row "
-                     f"of the tile", fontsize=FONT + 1)
+        draw_lines(ax, lanes, f"{what}: {count} line(s) per instruction,\n{instructions} instruction(s) per "
+                              f"{BN}-float row of the tile")
         facts[what.split(":")[0]] = {"lines": count, "instructions": instructions}
     fig.suptitle(f"{variant.tag}: one warp copying B's tile from global memory", fontsize=FONT + 3)
     caption = (f"{variant.tag}: the 128-byte lines block 0's first warp reads in its first copy instruction of B's "
                f"{BN}-wide tile, each word marked with its lane: v06 reads a float a lane and needs "
                f"{facts['v06']['instructions']} instructions per row of the tile, v07 a float4 a lane "
-               f"({facts['v07']['instructions']}). Both are coalesced; v07 issues a quarter of the instructions. "
+               f"({facts['v07']['instructions']}). Both are coalesced; v07 issues "
+               f"{facts['v06']['instructions'] // facts['v07']['instructions']} times fewer load instructions. "
                f"Triton: v03's kernel; the compiler vectorises the loads it can prove contiguous and aligned.")
     return [Diagram(f"{variant.tag}_float4", caption, fig, facts)]
 
@@ -355,25 +357,21 @@ def bank_wavefronts(words: Mapping[int, tuple[int, int]]) -> tuple[int, list[dic
     return total, phases
 
 
-def draw_banks(ax, phases: list[dict[int, set]], title: str) -> int:
+def draw_banks(ax, phases: list[dict[int, set]], title: str) -> None:
     """Banks (columns) by phase (rows): the lanes in each bank; dark: more than one word in a bank."""
     _matrix_axes(ax, len(phases), BANKS, title)
     ax.set_ylim(len(phases) + 0.1, -0.9)
     for b in range(BANKS):
         ax.text(b + 0.5, -0.3, str(b), ha="center", va="center", fontsize=FONT - 3)
-    conflicts = 0
     for row, banks in enumerate(phases):
         for bank, hits in banks.items():
-            distinct = len({w for w, _ in hits})
-            conflict = distinct > 1
-            conflicts += conflict
+            conflict = len({w for w, _ in hits}) > 1
             _box(ax, bank, row, 1, 1, fill=MARK if conflict else FILLS[1], hatch=MARK_HATCH if conflict else None,
                  lw=0.4, gid="conflict" if conflict else "bank")
             lanes = sorted({lane for _, lane in hits})
             label = "\n".join(map(str, lanes)) if len(lanes) <= 2 else f"{lanes[0]}..\n{lanes[-1]}"
             ax.text(bank + 0.5, row + 0.5, label, ha="center", va="center", fontsize=FONT - 3,
                     color="white" if conflict else "black")
-    return conflicts
 
 
 def v08_accesses(variant: Variant, kernel: str) -> dict[str, dict[int, tuple[int, int]]]:
@@ -419,26 +417,23 @@ LOAD, MATH, EPILOGUE = 3.0, 2.0, 1.5  # made-up durations: a tile's copy outlast
 
 
 def pipeline(k_tiles: int, stages: int) -> list[tuple[str, float, float, str]]:
-    """(row, start, duration, label) of a K loop with `stages` shared-memory buffers: copies of up to
-    stages - 1 tiles in flight while one is multiplied; one buffer: copy, barrier, multiply, barrier."""
-    bars, copy_end, math_end = [], {}, 0.0
-    issue = 0.0
+    """(row, start, duration, label) of a K loop over `stages` shared-memory buffers. One buffer: copy,
+    barrier, multiply, barrier. More: the prologue starts the copies of the first stages - 1 tiles, and
+    as the multiply of tile t starts, the copy of tile t + stages - 1 starts into the buffer tile t - 1
+    freed, so stages - 1 copies are in flight during each multiply."""
+    bars, begins, math_end = [], [], 0.0
     for t in range(k_tiles):
-        # a tile's copy starts once its buffer is free (the multiply of tile t - stages ended)
-        free = 0.0 if t < stages else bars_end(bars, "multiply", t - stages)
-        start = max(issue, free) if stages > 1 else max(math_end, issue)
-        copy_end[t] = start + LOAD
+        if stages == 1:
+            start = math_end
+        elif t < stages - 1:
+            start = 0.25 * t
+        else:
+            start = begins[t - stages + 1]
         bars.append((f"buffer {t % stages}", start, LOAD, f"copy tile {t}"))
-        begin = max(math_end, copy_end[t])
-        bars.append(("multiply", begin, MATH, f"tile {t}"))
-        math_end = begin + MATH
-        issue = start + 0.25
+        begins.append(max(math_end, start + LOAD))
+        bars.append(("multiply", begins[t], MATH, f"tile {t}"))
+        math_end = begins[t] + MATH
     return bars
-
-
-def bars_end(bars, row: str, index: int) -> float:
-    mine = [b for b in bars if b[0] == row]
-    return mine[index][1] + mine[index][2]
 
 
 def draw_schedule(ax, bars: list[tuple[str, float, float, str]], rows: list[str], title: str,
@@ -478,11 +473,8 @@ def double_buffering(variant: Variant) -> list[Diagram]:
     facts = {}
     for ax, (title, stages) in zip(axes, cases):
         bars = pipeline(k_tiles, stages)
-        end = draw_schedule(ax, bars, [f"buffer {b}" for b in range(stages)] + ["multiply"], title,
-                            kind=lambda bar: bar[3].split()[0])
-        in_flight = max(sum(1 for r, s, d, _ in bars if r.startswith("buffer") and s <= t < s + d)
-                        for t in np.arange(0, end, 0.05))
-        facts[stages] = {"end": end, "in_flight": in_flight}
+        facts[stages] = {"end": draw_schedule(ax, bars, [f"buffer {b}" for b in range(stages)] + ["multiply"], title,
+                                              kind=lambda bar: bar[3].split()[0])}
     for ax in axes:
         ax.set_xlim(0, max(f["end"] for f in facts.values()) * 1.01)
     fig.suptitle(f"{variant.tag}: the K loop over time, {k_tiles} tiles", fontsize=FONT + 3)
