@@ -852,7 +852,7 @@ def producer_consumer(variant: Variant, stages: int, consumers: int, producer: b
 
 def cluster_multicast(variant: Variant) -> Diagram:
     """v15: the CTAs of a cluster compute vertically adjacent tiles and share each B tile; CTA `rank` loads
-    B's 64-column boxes rank, rank + CLUSTER_M, ... and TMA multicasts each into every CTA of the cluster."""
+    B's column boxes rank, rank + CLUSTER_M, ... and TMA multicasts each into every CTA of the cluster."""
     module = sys.modules[variant.module]
     tile = module.CUDA_CANDIDATES[0]
     (box,) = cu_shape(variant, r"V15_B_BOX_BYTES = V15_BK \* (\d+) \* 2")
