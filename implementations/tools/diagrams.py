@@ -361,8 +361,14 @@ def draw_banks(ax, phases: list[dict[int, set]], title: str) -> None:
     """Banks (columns) by phase (rows): the lanes in each bank; dark: more than one word in a bank."""
     _matrix_axes(ax, len(phases), BANKS, title)
     ax.set_ylim(len(phases) + 0.1, -0.9)
+    ax.set_xlim(-3.2, BANKS + 0.2)
     for b in range(BANKS):
-        ax.text(b + 0.5, -0.3, str(b), ha="center", va="center", fontsize=FONT - 3)
+        ax.text(b + 0.5, -0.3, str(b), ha="center", va="center", fontsize=FONT - 2)
+    ax.text(-0.2, -0.3, "bank", ha="right", va="center", fontsize=FONT - 2)
+    per_phase = WARP // len(phases)
+    for row in range(len(phases)):
+        ax.text(-0.2, row + 0.5, f"lanes {row * per_phase}-{row * per_phase + per_phase - 1}", ha="right",
+                va="center", fontsize=FONT - 2)
     for row, banks in enumerate(phases):
         for bank, hits in banks.items():
             conflict = len({w for w, _ in hits}) > 1
@@ -370,7 +376,7 @@ def draw_banks(ax, phases: list[dict[int, set]], title: str) -> None:
                  lw=0.4, gid="conflict" if conflict else "bank")
             lanes = sorted({lane for _, lane in hits})
             label = "\n".join(map(str, lanes)) if len(lanes) <= 2 else f"{lanes[0]}..\n{lanes[-1]}"
-            ax.text(bank + 0.5, row + 0.5, label, ha="center", va="center", fontsize=FONT - 3,
+            ax.text(bank + 0.5, row + 0.5, label, ha="center", va="center", fontsize=FONT - 2.5,
                     color="white" if conflict else "black")
 
 
@@ -392,7 +398,8 @@ def v08_accesses(variant: Variant, kernel: str) -> dict[str, dict[int, tuple[int
 
 
 def bank_conflicts(variant: Variant) -> list[Diagram]:
-    fig, axes = _figure(2, width=7.2, height=2.4, rows=2)
+    fig = Figure(figsize=(16, 3.7), layout="constrained")
+    axes = list(fig.subplots(2, 2, height_ratios=[2.9, 5.9]).ravel())  # a row per phase, and the titles
     facts = {}
     for i, kernel in enumerate(("v07", "v08")):
         for j, (what, words) in enumerate(v08_accesses(variant, kernel).items()):
