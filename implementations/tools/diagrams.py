@@ -13,7 +13,9 @@ the .cu line it names, and the tests recompute what each picture claims from tho
 
 Where a picture needs a matrix size or a number of SMs it uses a small example, said in its caption
 (the rungs themselves take any size); schedules over time are drawn from the rung's stages with made-up
-durations and say so: they show the order of events, not measured times.
+durations and say so: they show the order of events, not measured times. The one measured picture, v15's
+tile walk CTA by CTA, reads the stamps `python -m implementations.tools.timeline --save` kept in
+docs/results, and is left out where the checkout has none.
 
 Style: figures print in grey. Fills differ in lightness, and what a picture points at (a thread's
 registers, a conflict, a race) is dark grey or hatched, never told apart by hue alone.
