@@ -3,9 +3,10 @@
 `python -m implementations.tools.lessons --out DIR [--results run.json ...] [--images figure.png ...]`
 writes DIR/lessons.html (one self-contained page, readable offline) and DIR/lessons.md (the same
 for the repository). For every rung the registry finds: its docstring (the idea and the concept
-map), the CUDA C kernel beside the Triton kernel, each with its Python launcher, the lines of code
-each language needs, the compiled kernels' registers / shared memory / spills, compile times and
-the measured % of cuBLAS.
+map), its diagrams (drawn by diagrams.py from the rung's own configs and constants into DIR/diagrams,
+embedded in the HTML, linked from the markdown), the CUDA C kernel beside the Triton kernel, each with
+its Python launcher, the lines of code each language needs, the compiled kernels' registers / shared
+memory / spills, compile times and the measured % of cuBLAS.
 
 Where the figures come from:
 - Measured ones only from result documents written by `compare.py --json` (`ResultLog`), labelled
@@ -53,6 +54,7 @@ from ..core.registry import Variant, all_variants, config_label
 from ..core.report import (NO_COMPILE_S, by_shape, compile_table, kernel_table, ladder_table, load_document,
                       notes_table, results_of)
 from ..core.triton_util import python_function
+from . import diagrams as rung_diagrams
 
 # pygments, markdown and jinja2 (the docs extra) are imported where they are used: nothing else in the
 # package needs them.
@@ -587,7 +589,7 @@ def _fence(text: str) -> str:
 
 
 def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet], images: list[Path],
-              out_dir: Path, headers: list[Piece]) -> str:
+              out_dir: Path, headers: list[Piece], pictures: dict[str, list[tuple[Path, str]]]) -> str:
     parts = [f"# {title}", "", *[line + "\n" for line in intro], "## Contents", ""]
     parts += [f"{i}. [{r.toc_label}](#{r.anchor})" for i, r in enumerate(rungs, 1)]
     summary = [[f"[{r.heading}](#{r.anchor})", *row[1:]] for r in rungs for row in r.summary_rows]
@@ -605,6 +607,9 @@ def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet
         if r.variant.expect_wrong:
             parts += [f"> **Broken on purpose.** {r.wrong}", ""]
         parts += [_doc_markdown(r.variant.doc), ""]
+        for path, caption in pictures.get(r.anchor, []):
+            parts += [f"![{path.stem}]({Path(os.path.relpath(path.resolve(), out_dir.resolve())).as_posix()})", "",
+                      f"*{caption}*", ""]
         for side in (r.cuda, r.triton):
             parts += [f"### {side.label}", ""]
             if side.absent:
@@ -633,7 +638,8 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
     """Write out_dir/lessons.html and out_dir/lessons.md; return their paths.
 
     `results`: JSON documents of `compare.py --json`; `images`: figures to show (embedded in the HTML,
-    linked by relative path from the markdown); `variants`: the rungs, all of them by default.
+    linked by relative path from the markdown); `variants`: the rungs, all of them by default. Each
+    rung's diagrams are drawn into out_dir/diagrams (no GPU needed) and shown in its section.
     """
     import jinja2
     from markupsafe import Markup
@@ -654,6 +660,7 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
 
     nvcc = nvcc_reports([v for v in variants if needs_nvcc(v)])
     rungs = [_rung(v, rungs_modules, sets, nvcc) for v in variants]
+    pictures = rung_diagrams.write(variants, out_dir / "diagrams")
     headers = list({p.path: p for r in rungs for p in r.cuda.kernels if p.shared}.values())
 
     title = "CUDA C beside Triton: the matrix-multiplication ladder, rung by rung"
@@ -672,10 +679,11 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
         title=title, intro=Markup(_doc_html("\n\n".join(intro))), css=css, rungs=rungs,
         summary_header=summary_header(sets), legend=Markup(_doc_html("\n\n".join(legend(sets)))),
         measurements=measurement_rows(sets) if sets else None, figures=[_figure(p) for p in images],
-        docs=docs, code=code, headers=headers)
+        docs=docs, code=code, headers=headers,
+        pictures={tag: [(_figure(path)[0], caption) for path, caption in drawn] for tag, drawn in pictures.items()})
     html_path, md_path = out_dir / "lessons.html", out_dir / "lessons.md"
     html_path.write_text(page)
-    md_path.write_text(_markdown(title, intro, rungs, sets, images, out_dir, headers))
+    md_path.write_text(_markdown(title, intro, rungs, sets, images, out_dir, headers, pictures))
     return html_path, md_path
 
 
