@@ -1,6 +1,7 @@
 """When a GPU pays for a small matrix product: fp32 n³ for small n, each call timed as a user sees it.
 
     python -m implementations.tools.crossover --out DIR [--sizes 16,32,64,128,256,512,1024] [--calls 200]
+    python -m implementations.tools.crossover --out DIR --from DIR/crossover.json   (redraw, measure nothing)
 
 Series, inputs already on the device that computes:
 - torch.matmul on the CPU (with torch's CPU threads, recorded);
@@ -273,7 +274,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--calls", type=int, default=200, help="timed calls per series and size (default 200)")
     p.add_argument("--warmup", type=int, default=20, help="untimed calls first (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
+    p.add_argument("--from", dest="saved", type=Path, metavar="JSON",
+                   help="measure nothing: redraw crossover.md and crossover.png in --out from a saved crossover.json")
     args = p.parse_args(argv)
+    if args.saved:
+        doc = json.loads(args.saved.read_text())
+        series = [Series(s["key"], s["label"], torch.device("cpu"), s["batched"]) for s in doc["series"]]
+        rows = [Row(**{k: v for k, v in r.items() if k != "us_per_product"}) for r in doc["rows"]]
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "crossover.md").write_text(markdown(doc["environment"], series, rows))
+        print(f"written: {plot(doc['environment'], series, rows, args.out / 'crossover.png')}, {args.out / 'crossover.md'}")
+        return 0
     gpu = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
     if gpu is None:
         print("No CUDA device: only the CPU series (torch.matmul and torch.bmm on the host) are timed.")
