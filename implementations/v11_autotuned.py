@@ -40,14 +40,12 @@ compilation only: what matches the CUDA tile is written out, layouts, copies, wa
 Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot` candidate runs,
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
-Layouts and batches: both Triton kernels index A, B and C through their strides, and grid axis 1 walks a
-batch (phase 0). A transposed A is read in place; a transposed B is not, because both kernels give a
-warp's lanes consecutive columns of B, which a column-major B scatters over as many rows: uncoalesced,
-and slower than the copy the shared layer makes instead. The CUDA C kernels index row-major matrices,
-so the shared layer copies other layouts for them and launches a batch matrix by matrix.
+Layouts and batches: the Triton kernels index A, B and C through their strides and walk a batch on grid
+axis 1. A transposed A is read in place, a transposed B copied: a warp's lanes read consecutive columns
+of B, which a column-major B scatters over rows (uncoalesced, slower than the copy). The CUDA C kernels
+take row-major matrices: other layouts are copied, a batch launched matrix by matrix.
 
-What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both
-languages (the Triton side through its Gluon kernel).
+What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both.
 
 Its story (measurements, what was tried): docs/notes/v11.md.
 """
@@ -180,7 +178,7 @@ def autotuned_kernel(
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
 ):
-    # ---- 0. the product of a batch this program computes: grid axis 1 (a stride of 0: one shared operand) ----
+    # the product of a batch this program computes: grid axis 1 (a batch stride of 0: one shared operand)
     product = tl.program_id(1).to(tl.int64)
     a_ptr += product * stride_ab
     b_ptr += product * stride_bb
@@ -326,7 +324,7 @@ def gluon_warptile_kernel(
     WARP_N: gl.constexpr, STAGES: gl.constexpr, GROUP_M: gl.constexpr, EVEN: gl.constexpr, A_K_LANES: gl.constexpr,
     TRIP_START: gl.constexpr,
 ):
-    # ---- 0. the product of a batch this program computes: grid axis 1 (a stride of 0: one shared operand) ----
+    # the product of a batch this program computes: grid axis 1 (a batch stride of 0: one shared operand)
     product = gl.program_id(1).to(gl.int64)
     a_ptr += product * stride_ab
     b_ptr += product * stride_bb
