@@ -280,7 +280,7 @@ def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precis
         old.copy_(new)  # into the strides the run reads (a transposed view stays one)
     poison(prepared.out)
     prepared.run()
-    return check(prepared.out.to(a.device), *(prepared.operands or given), precision, inputs == "integers")
+    return check(prepared.out.to(a.device), a, b, precision, inputs == "integers")
 
 
 RECHECK_SEED = 1_000_003  # the second check's inputs: the case's seed plus this

@@ -15,7 +15,7 @@ import torch
 from implementations.core import IMPORT_ROOT
 from implementations.core.distributed import DIST_COLUMNS, block_rows, blocks, without_option
 
-cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the ranks are GPUs: scripts/gpu_check.sh")
+cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the ranks are GPUs: scripts/distributed_check.sh")
 SHAPES = "7x5x3,2x9x4,1x3x1"  # M not divisible by 2 or 3, M below the rank count
 
 

@@ -13,8 +13,10 @@ from implementations.core.bench import Result
 from implementations.core.report import ResultLog, load_document
 
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
-# compare.py's documents (--json) and rows (--csv); a CSV's environment is the .env.json beside it
-SAVED = sorted([p for p in RESULTS.glob("h100_*.json") if not p.name.endswith(".env.json")]
+# compare.py's documents (--json) and rows (--csv); a CSV's environment is the .env.json beside it. Other
+# tools' JSON (the crossover, first_call.py) has no "results" and plots itself.
+SAVED = sorted([p for p in RESULTS.glob("h100_*.json")
+                if not p.name.endswith(".env.json") and "results" in json.loads(p.read_text())]
                + list(RESULTS.glob("h100_*.csv")))
 
 

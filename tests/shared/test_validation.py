@@ -28,9 +28,9 @@ def test_inner_dimensions_must_agree(device):
         V03.matmul(LANG, torch.randn(4, 5, device=device), torch.randn(6, 3, device=device))
 
 
-@pytest.mark.parametrize("shape", [(8,), (2, 3, 4)])
+@pytest.mark.parametrize("shape", [(8,), (1, 2, 3, 8)])
 def test_operands_must_be_matrices(shape, device):
-    with pytest.raises(ValueError, match="must be a 2-D matrix"):
+    with pytest.raises(ValueError, match=r"must be a matrix \(2-D\) or a batch of matrices \(3-D\)"):
         V03.matmul(LANG, torch.randn(*shape, device=device), torch.randn(8, 8, device=device))
 
 
