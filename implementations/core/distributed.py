@@ -206,26 +206,24 @@ def time_steps(fn: Callable[[], None], options: TimingOptions, device: torch.dev
 
     flush = runtime.driver.active.get_empty_cache_for_benchmark()
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    samples = []
-    for _ in range(2):  # the first compiles and searches; the second estimates
+
+    def step() -> float:  # every rank starts together
         torch.cuda.synchronize(device)
         dist.barrier()
         start.record()
         fn()
         end.record()
         end.synchronize()
-    estimate = max(slowest([start.elapsed_time(end)], device, world)[0], 1e-3)
+        return start.elapsed_time(end)
+
+    step()  # compiles and searches
+    estimate = max(slowest([step()], device, world)[0], 1e-3)
     for _ in range(min(math.ceil(options.warmup_ms / estimate), 1000)):
         fn()
+    samples = []
     for _ in range(max(options.min_runs, min(math.ceil(options.rep_ms / estimate), 1000))):
         flush.zero_()
-        torch.cuda.synchronize(device)
-        dist.barrier()
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        samples.append(start.elapsed_time(end))
+        samples.append(step())
     return slowest(samples, device, world)
 
 
