@@ -2,6 +2,7 @@
 
 import itertools
 
+import pytest
 import torch
 
 from implementations.core import bench
@@ -61,3 +62,14 @@ def candidate(a, b, launcher):
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
     c = torch.empty(*batch, a.shape[-2], b.shape[-1], device=a.device, dtype=a.dtype)
     return Prepared(launcher(c), c)
+
+
+def skip_unless_runnable(variant, lang, dtype, device) -> None:
+    """Skip, with the reason, a rung's language and dtype that cannot run here: CUDA C without a GPU, bf16 in
+    Triton's interpreter, or what this GPU cannot run."""
+    if lang == "cuda" and device.type != "cuda":
+        pytest.skip("needs a CUDA device; none was found")
+    if device.type == "cpu" and dtype == "bf16":
+        pytest.skip(INTERPRETER_BF16)
+    if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
+        pytest.skip(gpu_skip_reason(variant, lang, dtype))

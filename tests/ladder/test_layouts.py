@@ -11,19 +11,10 @@ from implementations.core import bench, cli
 from implementations.core.check import LAYOUTS, PRECISIONS, make_inputs
 from implementations.core.registry import layout_of
 
-from ..helpers import INTERPRETER_BF16, checked_run, gpu_skip_reason, param_id, rung_configs
+from ..helpers import checked_run, param_id, rung_configs, skip_unless_runnable
 
 CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
 RAGGED = (33, 17, 47)
-
-
-def runnable(variant, lang, dtype, device):
-    if lang == "cuda" and device.type != "cuda":
-        pytest.skip("needs a CUDA device; none was found")
-    if device.type == "cpu" and dtype == "bf16":
-        pytest.skip(INTERPRETER_BF16)
-    if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
-        pytest.skip(gpu_skip_reason(variant, lang, dtype))
 
 
 @pytest.mark.parametrize("layout", LAYOUTS)
@@ -38,7 +29,7 @@ def test_inputs_take_the_layout_and_keep_their_values(layout):
 @pytest.mark.parametrize("layout", LAYOUTS[1:])
 @pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
 def test_rung_computes_every_layout(variant, lang, config, dtype, layout, device):
-    runnable(variant, lang, dtype, device)
+    skip_unless_runnable(variant, lang, dtype, device)
     result = checked_run(variant, lang, RAGGED, device, dtype, "integers", layout=layout, **config)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)
     native = layout in variant.layouts.get(lang, ("nn",))
@@ -47,7 +38,7 @@ def test_rung_computes_every_layout(variant, lang, config, dtype, layout, device
 
 @pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
 def test_rung_computes_a_batch(variant, lang, config, dtype, device):
-    runnable(variant, lang, dtype, device)
+    skip_unless_runnable(variant, lang, dtype, device)
     result = checked_run(variant, lang, (17, 9, 5), device, dtype, "integers", layout="tn", batch=3, **config)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)
     assert result.size == "3×(17x9x5) tn"

@@ -9,7 +9,8 @@ import pytest
 from implementations.core import bench
 from implementations.core.check import INPUTS
 
-from ..helpers import AWKWARD_SHAPES, INTERPRETER_BF16, checked_run, gpu_skip_reason, param_id, rung_configs
+from ..helpers import (AWKWARD_SHAPES, INTERPRETER_BF16, checked_run, gpu_skip_reason, param_id, rung_configs,
+                       skip_unless_runnable)
 
 CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
 
@@ -39,11 +40,6 @@ def test_cuda_rung_matches_reference(variant, lang, config, dtype, shape):
 @pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
 def test_rung_passes_with_inputs_that_do_not_flatter(variant, lang, config, dtype, inputs, device):
     """All-positive, wide-range and small-integer inputs (exact: the output must be too), on a ragged shape."""
-    if lang == "cuda" and device.type != "cuda":
-        pytest.skip("needs a CUDA device; none was found")
-    if device.type == "cpu" and dtype == "bf16":
-        pytest.skip(INTERPRETER_BF16)
-    if device.type == "cuda" and gpu_skip_reason(variant, lang, dtype):
-        pytest.skip(gpu_skip_reason(variant, lang, dtype))
+    skip_unless_runnable(variant, lang, dtype, device)
     result = checked_run(variant, lang, (97, 61, 130), device, dtype, inputs, **config)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)

@@ -14,7 +14,8 @@ from implementations import all_variants
 from implementations.core import bench, search
 from implementations.core.check import PRECISIONS
 
-from ..helpers import AWKWARD_SHAPES, INTERPRETER_BF16, candidate, checked_run, gpu_skip_reason, param_id
+from ..helpers import (AWKWARD_SHAPES, INTERPRETER_BF16, candidate, checked_run, gpu_skip_reason, param_id,
+                       skip_unless_runnable)
 
 # Ragged in every dimension, several GROUP_M groups with a short last one, a partial last wave.
 TUNING_SHAPES = [(17, 33, 5), (97, 61, 130), (1100, 300, 70), (1000, 1531, 777), (1000, 1100, 1028),
@@ -96,13 +97,16 @@ NATIVE = [(v, s, dtype, layout) for v, s, dtype in SEARCHES for layout in v.layo
 @pytest.mark.parametrize("variant, tuned, dtype, layout", NATIVE, ids=search_id)
 def test_every_candidate_reads_the_layouts_its_rung_declares(variant, tuned, dtype, layout, device):
     """A rung that reads a layout in place hands the transposed views to whichever candidate the search picks."""
-    if device.type == "cpu" and (tuned.lang == "cuda" or dtype == "bf16"):
-        pytest.skip("needs a CUDA device" if tuned.lang == "cuda" else INTERPRETER_BF16)
-    if device.type == "cuda" and gpu_skip_reason(variant, tuned.lang, dtype):
-        pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
+    check_candidates_here(variant, tuned, dtype, device, (33, 17, 47), layout=layout)
+
+
+def check_candidates_here(variant, tuned, dtype, device, cpu_shape, **problem):
+    """Every candidate that can run here on one ragged shape: a small one in the interpreter (not the GPU-only
+    candidates), a larger one on a GPU."""
+    skip_unless_runnable(variant, tuned.lang, dtype, device)
     cpu = device.type == "cpu"
-    check_every_candidate(variant, tuned, dtype, (33, 17, 47) if cpu else (97, 61, 130), device,
-                          skip=tuned.gpu_only if cpu else (lambda cand: False), layout=layout)
+    check_every_candidate(variant, tuned, dtype, cpu_shape if cpu else (97, 61, 130), device,
+                          skip=tuned.gpu_only if cpu else (lambda cand: False), **problem)
 
 
 BATCHED = [(v, s, dtype) for v, s, dtype in SEARCHES if s.lang in v.batched]
@@ -110,10 +114,4 @@ BATCHED = [(v, s, dtype) for v, s, dtype in SEARCHES if s.lang in v.batched]
 
 @pytest.mark.parametrize("variant, tuned, dtype", BATCHED, ids=search_id)
 def test_every_candidate_of_a_batched_kernel_computes_a_batch(variant, tuned, dtype, device):
-    if device.type == "cpu" and (tuned.lang == "cuda" or dtype == "bf16"):
-        pytest.skip("needs a CUDA device" if tuned.lang == "cuda" else INTERPRETER_BF16)
-    if device.type == "cuda" and gpu_skip_reason(variant, tuned.lang, dtype):
-        pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
-    cpu = device.type == "cpu"
-    check_every_candidate(variant, tuned, dtype, (21, 17, 9) if cpu else (97, 61, 130), device,
-                          skip=tuned.gpu_only if cpu else (lambda cand: False), layout="tn", batch=3)
+    check_candidates_here(variant, tuned, dtype, device, (21, 17, 9), layout="tn", batch=3)

@@ -267,7 +267,8 @@ def test_the_page_renders_offline_in_headless_chromium(measured, tmp_path):
                 assert abs(cuda["y"] - triton["y"]) < 1, f"{v.tag}: the two columns do not start level"
                 assert cuda["x"] + cuda["width"] <= triton["x"], f"{v.tag}: CUDA C is not left of Triton"
                 assert section.locator(".highlight").first.is_visible()
-            assert page.locator("figure img").evaluate("img => img.naturalWidth") == 120
+            assert page.locator("figure img[alt='speed.png']").evaluate("img => img.naturalWidth") == 120
+            assert page.locator("figure img").evaluate_all("imgs => imgs.every(img => img.naturalWidth > 0)")
             shot = tmp_path / "lessons.png"
             page.screenshot(path=str(shot), full_page=True)
         finally:
