@@ -255,6 +255,44 @@ def plot(env: dict, series: list[Series], rows: list[Row], path: Path) -> Path:
     return path
 
 
+def load(path: Path) -> tuple[dict, list[Series], list[Row]]:
+    """A saved crossover.json: its environment, series and rows."""
+    doc = json.loads(Path(path).read_text())
+    if not isinstance(doc, dict) or not {"environment", "series", "rows"} <= set(doc):
+        raise ValueError(f"{path}: not a crossover document (python -m implementations.tools.crossover --out DIR)")
+    series = [Series(s["key"], s["label"], torch.device("cpu"), s["batched"]) for s in doc["series"]]
+    rows = [Row(**{k: v for k, v in r.items() if k != "us_per_product"}) for r in doc["rows"]]
+    return doc["environment"], series, rows
+
+
+def lesson(env: dict, series: list[Series], rows: list[Row]) -> str:
+    """The lesson page's paragraph on a measured crossover: where the CPU wins, why, and what batching does."""
+    us = {(r.series, r.n): r.us_per_product for r in rows if r.us is not None}
+    sizes = sorted({r.n for r in rows})
+    cross = crossover_n(rows, "cublas", "cpu")
+    below = [n for n in sizes if cross is None or n < cross]
+    gpu = [us[("cublas", n)] for n in below if ("cublas", n) in us]
+    if not gpu or ("cpu", sizes[0]) not in us:
+        return "The crossover run has no GPU series: run it on a GPU to see where the GPU starts to pay."
+    text = (f"On {env['device']}, one fp32 product through cuBLAS, timed as a program that waits for its result "
+            f"sees it, costs {min(gpu):.0f}-{max(gpu):.0f} µs at every n below {cross or 'the largest measured'}: "
+            "the launch, its trip through the driver's queue and the synchronisation, hardly any of it "
+            f"arithmetic. The CPU computes a {sizes[0]}³ product in {us[('cpu', sizes[0])]:.1f} µs with no trip "
+            "to make, so for small products it answers first.")
+    if cross is not None:
+        last = sizes[-1]
+        text += (f" From n = {cross} on, the GPU's arithmetic outruns that fixed cost: {us[('cublas', cross)]:.0f} "
+                 f"against {us[('cpu', cross)]:.0f} µs at {cross}³, {us[('cpu', last)] / us[('cublas', last)]:.0f}× "
+                 f"faster at {last}³.")
+    if ("cublas_bmm", sizes[0]) in us:
+        batch = batch_of(sizes[0])
+        text += (f" Batching moves the line: {batch} products of {sizes[0]}³ in one torch.bmm call cost the GPU "
+                 f"{us[('cublas_bmm', sizes[0])] * batch:.0f} µs, {us[('cublas_bmm', sizes[0])]:.3f} µs a product: "
+                 "one launch and one wait shared by all of them. Keep a lone small product on the CPU, or hand the "
+                 "GPU many at once.")
+    return text
+
+
 def parse_sizes(text: str) -> list[int]:
     try:
         sizes = [int(t) for t in text.split(",") if t.strip()]
@@ -278,12 +316,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="measure nothing: redraw crossover.md and crossover.png in --out from a saved crossover.json")
     args = p.parse_args(argv)
     if args.saved:
-        doc = json.loads(args.saved.read_text())
-        series = [Series(s["key"], s["label"], torch.device("cpu"), s["batched"]) for s in doc["series"]]
-        rows = [Row(**{k: v for k, v in r.items() if k != "us_per_product"}) for r in doc["rows"]]
+        env, series, rows = load(args.saved)
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "crossover.md").write_text(markdown(doc["environment"], series, rows))
-        print(f"written: {plot(doc['environment'], series, rows, args.out / 'crossover.png')}, {args.out / 'crossover.md'}")
+        (args.out / "crossover.md").write_text(markdown(env, series, rows))
+        print(f"written: {plot(env, series, rows, args.out / 'crossover.png')}, {args.out / 'crossover.md'}")
         return 0
     gpu = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else None
     if gpu is None:

@@ -54,6 +54,7 @@ from ..core.registry import Variant, all_variants, config_label
 from ..core.report import (NO_COMPILE_S, by_shape, compile_table, kernel_table, ladder_table, load_document,
                       notes_table, results_of)
 from ..core.triton_util import python_function
+from . import crossover as crossover_tool
 from . import diagrams as rung_diagrams
 
 # pygments, markdown and jinja2 (the docs extra) are imported where they are used: nothing else in the
@@ -561,6 +562,7 @@ def _figure(path: Path) -> tuple[str, str]:
 
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # the page (Jinja2) and its style sheet
+CROSSOVER_HEADING = "When a GPU pays: one small product, the CPU against the GPU"
 
 
 def _intro(sets: list[RunSet], untimed: list[str]) -> list[str]:
@@ -589,7 +591,8 @@ def _fence(text: str) -> str:
 
 
 def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet], images: list[Path],
-              out_dir: Path, headers: list[Piece], pictures: dict[str, list[tuple[Path, str]]]) -> str:
+              out_dir: Path, headers: list[Piece], pictures: dict[str, list[tuple[Path, str]]],
+              crossover: tuple[Path, str] | None = None) -> str:
     parts = [f"# {title}", "", *[line + "\n" for line in intro], "## Contents", ""]
     parts += [f"{i}. [{r.toc_label}](#{r.anchor})" for i, r in enumerate(rungs, 1)]
     summary = [[f"[{r.heading}](#{r.anchor})", *row[1:]] for r in rungs for row in r.summary_rows]
@@ -602,6 +605,10 @@ def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet
         parts += ["## Figures", ""]
         parts += [f"![{p.name}]({Path(os.path.relpath(p.resolve(), out_dir.resolve())).as_posix()})\n"
                   for p in images]
+    if crossover:
+        plot_path, paragraph = crossover
+        parts += [f"## {CROSSOVER_HEADING}", "", paragraph, "",
+                  f"![crossover]({Path(os.path.relpath(plot_path.resolve(), out_dir.resolve())).as_posix()})", ""]
     for r in rungs:
         parts += [f'<a id="{r.anchor}"></a>', "", f"## {r.heading}", "", f"*{r.facts}*", ""]
         if r.variant.expect_wrong:
@@ -634,12 +641,13 @@ def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet
 
 
 def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[Path] = (), *,
-                  variants: Sequence[Variant] | None = None) -> tuple[Path, Path]:
+                  variants: Sequence[Variant] | None = None, crossover: Path | None = None) -> tuple[Path, Path]:
     """Write out_dir/lessons.html and out_dir/lessons.md; return their paths.
 
     `results`: JSON documents of `compare.py --json`; `images`: figures to show (embedded in the HTML,
     linked by relative path from the markdown); `variants`: the rungs, all of them by default. Each
     rung's diagrams are drawn into out_dir/diagrams (no GPU needed) and shown in its section.
+    `crossover`: a saved run of tools/crossover.py, shown as its own section (plot and paragraph).
     """
     import jinja2
     from markupsafe import Markup
@@ -661,6 +669,11 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
     nvcc = nvcc_reports([v for v in variants if needs_nvcc(v)])
     rungs = [_rung(v, rungs_modules, sets, nvcc) for v in variants]
     pictures = rung_diagrams.write(variants, out_dir / "diagrams")
+    small = None
+    if crossover is not None:
+        measured = crossover_tool.load(crossover)
+        small = (crossover_tool.plot(*measured, out_dir / "diagrams" / "crossover.png"),
+                 crossover_tool.lesson(*measured))
     headers = list({p.path: p for r in rungs for p in r.cuda.kernels if p.shared}.values())
 
     title = "CUDA C beside Triton: the matrix-multiplication ladder, rung by rung"
@@ -680,10 +693,11 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
         summary_header=summary_header(sets), legend=Markup(_doc_html("\n\n".join(legend(sets)))),
         measurements=measurement_rows(sets) if sets else None, figures=[_figure(p) for p in images],
         docs=docs, code=code, headers=headers,
+        crossover=small and (_figure(small[0])[0], Markup(_doc_html(small[1]))), crossover_heading=CROSSOVER_HEADING,
         pictures={tag: [(_figure(path)[0], caption) for path, caption in drawn] for tag, drawn in pictures.items()})
     html_path, md_path = out_dir / "lessons.html", out_dir / "lessons.md"
     html_path.write_text(page)
-    md_path.write_text(_markdown(title, intro, rungs, sets, images, out_dir, headers, pictures))
+    md_path.write_text(_markdown(title, intro, rungs, sets, images, out_dir, headers, pictures, small))
     return html_path, md_path
 
 
@@ -698,12 +712,16 @@ def build_parser() -> argparse.ArgumentParser:
                              "docs/results/h100_tc_bf16.json); without them nothing is shown as measured")
     parser.add_argument("--images", type=Path, nargs="*", default=[], metavar="IMAGE",
                         help="figures to include (embedded in the HTML, linked from the markdown)")
+    parser.add_argument("--crossover", type=Path, metavar="JSON",
+                        help="a saved run of `python -m implementations.tools.crossover` (its crossover.json): "
+                             "shown as a section, the plot with a paragraph on where the GPU starts to pay")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    missing = [p for p in [*args.results, *args.images] if not p.is_file()]
+    missing = [p for p in [*args.results, *args.images, *([args.crossover] if args.crossover else [])]
+               if not p.is_file()]
     if missing:
         print(f"not found: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
@@ -713,7 +731,13 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:  # not JSON, or not what compare.py --json writes
             print(f"{path}: {exc}", file=sys.stderr)
             return 2
-    for path in build_lessons(args.out, args.results, args.images):
+    if args.crossover:
+        try:
+            crossover_tool.load(args.crossover)
+        except ValueError as exc:
+            print(exc, file=sys.stderr)
+            return 2
+    for path in build_lessons(args.out, args.results, args.images, crossover=args.crossover):
         print(f"wrote {path}")
     return 0
 

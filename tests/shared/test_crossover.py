@@ -61,3 +61,39 @@ def test_a_wrong_series_is_reported_not_timed(monkeypatch):
     monkeypatch.setattr(torch, "matmul", wrong_matmul)
     row = crossover.measure(crossover.Series("cpu", "CPU", torch.device("cpu")), 16, calls=3, warmup=1, seed=0)
     assert row.us is None and row.note.startswith("WRONG: ")
+
+
+def made_up_run():
+    env = {"device": "a made-up GPU"}
+    series = [crossover.Series(key, key, torch.device("cpu"), key.endswith("_bmm"))
+              for key in ("cpu", "cublas", "cublas_bmm")]
+    times = {"cpu": [2, 10, 400], "cublas": [30, 31, 40], "cublas_bmm": [40, 40, 60]}
+    rows = [crossover.Row(key, n, crossover.batch_of(n) if key.endswith("_bmm") else 1, us=float(t))
+            for key, ts in times.items() for n, t in zip((16, 64, 512), ts)]
+    return env, series, rows
+
+
+def test_the_lesson_paragraph_states_what_was_measured():
+    text = crossover.lesson(*made_up_run())
+    assert "costs 30-31 µs at every n below 512" in text  # cuBLAS's single call where the CPU still wins
+    assert "a 16³ product in 2.0 µs" in text
+    assert "From n = 512 on" in text and "40 against 400 µs at 512³, 10× faster at 512³" in text
+    assert "4096 products of 16³ in one torch.bmm call cost the GPU 40 µs, 0.010 µs a product" in text
+
+
+def test_a_run_without_gpu_series_says_so():
+    env, series, rows = made_up_run()
+    assert "no GPU series" in crossover.lesson(env, series[:1], [r for r in rows if r.series == "cpu"])
+
+
+def test_a_saved_run_loads_and_anything_else_is_refused(tmp_path):
+    env, series, rows = made_up_run()
+    saved = tmp_path / "crossover.json"
+    saved.write_text(json.dumps({"environment": env, "series": [
+        {"key": s.key, "label": s.label, "batched": s.batched} for s in series],
+        "rows": [{**r.__dict__, "us_per_product": r.us_per_product} for r in rows]}))
+    assert crossover.lesson(*crossover.load(saved)) == crossover.lesson(env, series, rows)
+    other = tmp_path / "results.json"
+    other.write_text(json.dumps({"environment": {}, "results": []}))
+    with pytest.raises(ValueError, match="not a crossover document"):
+        crossover.load(other)

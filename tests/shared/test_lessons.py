@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from implementations import all_variants
+from implementations import all_variants, select
+from implementations.tools import crossover
 from implementations.tools.lessons import NOT_MEASURED, build_lessons, cuda_loc, main, python_loc
 
 # its module fixture is built once: every test of this file runs in one xdist worker
@@ -281,3 +282,11 @@ def test_the_page_renders_offline_in_headless_chromium(measured, tmp_path):
     colours = image.convert("RGB").getcolors(1 << 24)
     assert len(colours) > 200, "highlighted code and tables have many colours; a blank page has one"
     assert max(colours)[0] < 0.95 * image.width * image.height, "mostly background"
+
+
+def test_a_crossover_run_gets_its_section_with_plot_and_paragraph(tmp_path):
+    saved = RESULTS / "h100_crossover.json"
+    page, md = (p.read_text() for p in build_lessons(tmp_path, variants=select("1"), crossover=saved))
+    paragraph = crossover.lesson(*crossover.load(saved))
+    assert paragraph in md and "From n = " in paragraph
+    assert "When a GPU pays" in page and 'alt="crossover"' in page and (tmp_path / "diagrams" / "crossover.png").is_file()
