@@ -46,7 +46,7 @@ import torch
 import torch.distributed as dist
 from tabulate import tabulate
 
-from . import IMPORT_ROOT, report, search
+from . import IMPORT_ROOT, report, search, shapes
 from .bench import (STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, STATUS_WRONG, FAILED, Result, TimingOptions,
                     _one_line, record_check, time_ms)
 from .check import PRECISIONS, check, make_inputs, poison
@@ -366,6 +366,12 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
     chosen = [seed]
     dist.broadcast_object_list(chosen, src=0)  # every rank draws the same inputs: rank 0's seed
     seed = chosen[0]
+    refused = agree(shapes.check_memory(sizes, PRECISIONS[args.dtype].dtype, rank.device), rank.world)
+    if refused:  # every rank holds all of A, B and C, and rank 0 the float64 check: a refusal before allocating
+        if lead:
+            print("; ".join(refused), file=sys.stderr)
+        dist.destroy_process_group()
+        return 2
     gpu = rank.device.type == "cuda"
     if gpu:
         set_fp32_matmul(tf32=args.dtype == "tf32")

@@ -114,3 +114,18 @@ def test_a_hung_rank_times_out_with_a_clear_message(tmp_path):
     assert "ended rank(s) 1" in done.stderr
     assert any(r["rung"] == "v01" and r["status"] == "ok" for r in doc["results"])
     assert time.monotonic() - start < 180
+
+
+@cpu_only
+def test_a_size_that_does_not_fit_is_refused_on_every_rank_before_allocating(monkeypatch, capsys):
+    """One rank in this process (gloo), with the memory guard told the device is small."""
+    from implementations.core import cli, shapes
+    from implementations.core.distributed import free_port
+
+    monkeypatch.setattr(shapes, "check_memory", lambda sizes, dtype, device, batch=0:
+                        shapes.memory_refusal(sizes, dtype.itemsize, 2**10, "Fake GPU", batch))
+    for name, value in {"RANK": "0", "WORLD_SIZE": "1", "LOCAL_RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": str(free_port())}.items():
+        monkeypatch.setenv(name, value)
+    assert cli.main(["--distributed", "--rungs", "11", "--impl", "triton", "--sizes", "64"]) == 2
+    assert "rank 0: shape 64x64x64 needs about" in capsys.readouterr().err
