@@ -22,7 +22,7 @@ from .check import Precision, check, make_inputs, poison
 from .registry import Prepared
 from .search import TunedRun
 from .traffic import predicted_bytes
-from .validate import Refused
+from .validate import Refused, batch_of
 
 STATUS_OK = "ok"
 STATUS_WRONG = "WRONG"
@@ -45,6 +45,13 @@ class TimingOptions:
     warmup_ms: float = 25.0
     rep_ms: float = 200.0
     min_runs: int = 10  # slow kernels still get this many timed runs
+
+
+def size_label(shape: tuple[int, int, int], layout: str = "nn", batch: int = 0) -> str:
+    """"4096x4096x4096"; with a batch and a layout other than nn: "64×(512x512x512) tn"."""
+    size = "x".join(map(str, shape))
+    size = f"{batch}×({size})" if batch else size
+    return size if layout == "nn" else f"{size} {layout}"
 
 
 @dataclass
@@ -86,10 +93,7 @@ class Result:
 
     @property
     def size(self) -> str:
-        """"4096x4096x4096"; with a batch and a layout other than nn: "64×(512x512x512) tn"."""
-        size = f"{self.M}x{self.N}x{self.K}"
-        size = f"{self.batch}×({size})" if self.batch else size
-        return size if self.layout == "nn" else f"{size} {self.layout}"
+        return size_label((self.M, self.N, self.K), self.layout, self.batch)
 
     @property
     def flops(self) -> float:
@@ -273,7 +277,7 @@ def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precis
     """New inputs written into the operands the run reads (`given`, the ones it was prepared with, unless
     it says otherwise), the output poisoned, one more call, checked."""
     (M, K), N = given[0].shape[-2:], given[1].shape[-1]
-    batch = max(t.shape[0] if t.dim() == 3 else 0 for t in given)
+    batch = batch_of(*given)
     a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs, batch=batch)
     a, b = (new if old.dim() == new.dim() else new[0] for old, new in zip(given, (a, b)))  # a shared 2-D operand
     for old, new in zip(prepared.operands or given, (a, b)):

@@ -112,9 +112,7 @@ class Task:
 
     @property
     def label(self) -> str:
-        size = "x".join(map(str, self.shape))
-        size = f"{self.batch}×({size})" if self.batch else size
-        size = size if self.layout == "nn" else f"{size} {self.layout}"
+        size = bench.size_label(self.shape, self.layout, self.batch)
         if self.variant is None:
             return f"{BASELINES[self.impl][0]} {size}"
         return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
