@@ -49,7 +49,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .core.check import LAYOUTS
-from .core.cuda_c import CudaSource, bind, check_grid, tensor_map_2d
+from .core.cuda_c import CudaSource, bind, check_grid, tensor_map
 from .core.registry import Variant
 from .v11_autotuned import grouped_tile
 
@@ -132,8 +132,8 @@ def wgmma_tma_cuda(a, b, c):
     if K == 0:
         return zero_product(c)
     a_t, b_t, refresh = tma_operands(a, b)
-    a_map = tensor_map_2d(a_t, (BK, BM))  # box: 64 k × 128 rows (128-byte rows)
-    b_map = tensor_map_2d(b_t, (64, BK))  # box: 64 columns × 64 k; two per stage
+    a_map = tensor_map(a_t, (BK, BM))  # box: 64 k × 128 rows (128-byte rows)
+    b_map = tensor_map(b_t, (64, BK))  # box: 64 columns × 64 k; two per stage
     grid = (min(sm_count(a.device), triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
     launch = bind(KERNELS, f"wgmma_tma<{IS_BF16[a.dtype]},{STAGES}>", grid, (256,),
                   (a_map, b_map, c, np.int32(M), np.int32(N), np.int32(K)),

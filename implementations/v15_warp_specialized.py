@@ -31,6 +31,8 @@ CUDA C and Triton side by side:
 | clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
 | tile order | grouped over cluster tiles, k downwards in every other round | GROUP_M in the persistent loop (v14's) |
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
+| transposed operand | boxes of the stored matrix, wgmma's transpose bit | `.T` of the box (`operand_box`) |
+| batch | 3-D tensor maps; tile t is product t / tiles per product | 3-D descriptors, the same walk |
 | search | the rung's candidates, timed by the shared search | the same; Triton's own `triton.autotune` would do it, |
 |  |  | the suite searches both languages with one timer |
 
@@ -40,9 +42,8 @@ this tile's epilogue, as the CUDA producer arranges by hand: v14's `tma_persiste
 and C_BY_TMA on. Left out: warp specialization, the register split, clusters, the alternating k.
 
 Constraints: fp16/bf16 on sm_90a. TMA writes C only when its rows are 16-byte aligned (N % 8 == 0);
-otherwise the accumulators go straight from registers to memory, as in v14. Layouts and batches: the
-Triton side reads transposed operands and batches in place (v14's kernel); the CUDA C side computes one
-product of row-major A and B, so the shared layer copies other layouts and launches per matrix for it.
+otherwise the accumulators go straight from registers to memory, as in v14. Every layout and batches,
+in place in both languages.
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100
 worklogs with these techniques report a little above cuBLAS.
@@ -59,12 +60,12 @@ import triton
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .core.check import LAYOUTS
-from .core.cuda_c import CudaSource, bind, function_pointer, tensor_map_2d
+from .core.cuda_c import CudaSource, bind, function_pointer, tensor_map
 from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
-from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, bind_configs, sm_count, tma_operands, zero_product
+from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, bind_configs, sm_count, tma_views, zero_product
 
 BM, BK = 128, 64
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
@@ -77,8 +78,10 @@ class Tile(NamedTuple):
     GROUP_M: int
     STREAM_K: int = 0
 
-    def kernel(self, dtype: torch.dtype) -> str:
-        return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))}>"
+    def kernel(self, dtype: torch.dtype, layout: str = "nn") -> str:
+        """The kernel for this dtype and layout ("nn", "nt", "tn", "tt": which operands are transposed)."""
+        a_t, b_t = (int(op == "t") for op in layout)
+        return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))},{a_t},{b_t}>"
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
@@ -93,7 +96,8 @@ CUDA_CANDIDATES = (
     Tile(128, 6, 2, 8),  # twice the tiles, for products whose 128×256 tiles would leave SMs idle
     Tile(64, 8, 1, 8),  # four times the tiles, for smaller products still
 )
-KERNELS = CudaSource(__name__, [t.kernel(d) for d in IS_BF16 for t in CUDA_CANDIDATES], arch="sm_90a")
+KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAYOUTS for t in CUDA_CANDIDATES],
+                     arch="sm_90a")
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -109,10 +113,42 @@ def tma_writable(c: torch.Tensor) -> bool:
 
 def c_tensor_map(c: torch.Tensor, box: tuple[int, int], fallback):
     """(C's tensor map with this box, 1) when TMA can write C, else (`fallback`, 0): the kernel then
-    stores from registers and never reads the map."""
+    stores from registers and never reads the map. The map is 3-D (a single C is a batch of one)."""
     if not tma_writable(c):
         return fallback, np.int32(0)
-    return tensor_map_2d(c, box), np.int32(1)
+    return tensor_map(c if c.dim() == 3 else c.unsqueeze(0), box), np.int32(1)
+
+
+class TmaProblem(NamedTuple):
+    """What every candidate of one problem shares: the operands' 3-D tensor maps (a single matrix is a batch
+    of one), the sizes, and the layout ("nn", "nt", "tn" or "tt")."""
+    a_map: np.void
+    b_map: np.void
+    M: int
+    N: int
+    K: int
+    products: int  # the matrices of C (1: one product)
+    a_step: int  # 1: A is a batch; 0: one A shared by the batch (always read as matrix 0)
+    b_step: int
+    layout: str
+
+
+def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion: int = 256):
+    """(TmaProblem, refresh) for C = a @ b, each operand row-major or a transposed view, 2-D or a batch:
+    boxes of the matrices TMA reads (tma_views: the stored ones, padded to a 16-byte row pitch where they are
+    not, refresh() copying into the padding inside the timed call) and their L2 promotion (see tensor_map)."""
+    a_s, b_s, flags, refresh = tma_views(a, b)
+    layout = "".join("t" if flags.get(flag) else "n" for flag in ("A_T", "B_T"))
+    maps = []
+    for stored, transposed, box in ((a_s, flags.get("A_T"), (BK, BM)), (b_s, flags.get("B_T"), (64, BK))):
+        # a box row is 64 elements (128 bytes): of k (a row-major A, a transposed B: 64 rows of N per box), or
+        # of A's rows (a transposed A: two boxes per tile) or B's columns (BN / 64 boxes per tile)
+        maps.append(tensor_map(stored if stored.dim() == 3 else stored.unsqueeze(0),
+                               (64, 64) if transposed else box, l2_promotion))
+    products = c.shape[0] if c.dim() == 3 else 1
+    problem = TmaProblem(*maps, c.shape[-2], c.shape[-1], a.shape[-1], products, int(a.dim() == 3),
+                         int(b.dim() == 3), layout)
+    return problem, refresh
 
 
 def shared_bytes(tile: Tile) -> int:
@@ -128,19 +164,20 @@ def cluster_tiles(M: int, N: int, tile: Tile) -> int:
 TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
 
 
-def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None = None,
+def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = None,
                      timeline: torch.Tensor | None = None):
-    """One CUDA candidate on prepared tensor maps (the search times these; the tests check each).
+    """One CUDA candidate on a problem's prepared tensor maps (the search times these; the tests check each).
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
     or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
     `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (python -m implementations.tools.timeline).
     """
     smem = shared_bytes(tile)
+    kernel = tile.kernel(c.dtype, problem.layout)
     if clusters is None:
-        clusters = resident_clusters(tile.kernel(c.dtype), c.device, tile.CLUSTER_M, smem)
-    clusters = min(clusters, cluster_tiles(M, N, tile))
-    c_map, c_by_tma = c_tensor_map(c, (64, 64), a_map)  # box: 64 columns × 64 rows, half a consumer's block
+        clusters = resident_clusters(kernel, c.device, tile.CLUSTER_M, smem)
+    clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
+    c_map, c_by_tma = c_tensor_map(c, (64, 64), problem.a_map)  # box: 64 columns × 64 rows, half a consumer's block
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
     # the kernel leaves them zeroed); four floats and two ints when unused.
     ctas = clusters * tile.CLUSTER_M if tile.STREAM_K else 1
@@ -150,8 +187,9 @@ def launch_candidate(a_map, b_map, c, M, N, K, tile: Tile, clusters: int | None 
         timeline = torch.empty(0, device=c.device, dtype=torch.int64)  # no elements: a null pointer, no stamps
     elif timeline.numel() < clusters * tile.CLUSTER_M * TIMELINE_SLOTS or timeline.dtype != torch.int64:
         raise ValueError(f"timeline: int64, {TIMELINE_SLOTS} per CTA of the {clusters * tile.CLUSTER_M}")
-    return bind(KERNELS, tile.kernel(c.dtype), (clusters * tile.CLUSTER_M,), (THREADS,),
-                (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma, partials, flags, timeline),
+    sizes = (problem.M, problem.N, problem.K, problem.products, problem.a_step, problem.b_step)
+    return bind(KERNELS, kernel, (clusters * tile.CLUSTER_M,), (THREADS,),
+                (problem.a_map, problem.b_map, c_map, c, *map(np.int32, sizes), c_by_tma, partials, flags, timeline),
                 shared_mem=smem)
 
 
@@ -186,21 +224,17 @@ def resident_clusters(name: str, device: torch.device, cluster: int, smem: int) 
 
 def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2_promotion: int = 256,
                  timeline: torch.Tensor | None = None):
-    """(refresh, {tile: launch}) for these candidates, sharing one set of tensor maps (A's and B's with
-    this L2 promotion: see tensor_map_2d) and `timeline` (see launch_candidate)."""
-    M, K = a.shape
-    N = b.shape[1]
-    a_t, b_t, refresh = tma_operands(a, b)
-    a_map = tensor_map_2d(a_t, (BK, BM), l2_promotion)  # box: 64 k × 128 rows
-    b_map = tensor_map_2d(b_t, (64, BK), l2_promotion)  # box: 64 columns × 64 k; BN / 64 per stage
-    return refresh, {tile: launch_candidate(a_map, b_map, c, M, N, K, tile, clusters, timeline) for tile in tiles}
+    """(refresh, {tile: launch}) for these candidates, sharing one problem's tensor maps (tma_problem, with
+    this L2 promotion) and `timeline` (see launch_candidate)."""
+    problem, refresh = tma_problem(a, b, c, l2_promotion)
+    return refresh, {tile: launch_candidate(problem, c, tile, clusters, timeline) for tile in tiles}
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (BM, tile.BN))
 
 
 def warp_specialized_cuda(a, b, c):
-    if a.shape[1] == 0:
+    if a.shape[-1] == 0:
         return zero_product(c)
     return CUDA_SEARCH.tuned(a, b, c)
 
@@ -257,6 +291,6 @@ VARIANT = Variant(
     cuda_source=KERNELS,
     min_cc=(9, 0),
     searches=(CUDA_SEARCH, TRITON_SEARCH),
-    layouts={"triton": LAYOUTS},  # v14's Triton kernel: TMA boxes of the matrix a transposed operand views
-    batched=("triton",),  # v14's persistent tile loop walks every product's tiles
+    layouts={"cuda": LAYOUTS, "triton": LAYOUTS},  # TMA boxes of the stored matrices; wgmma reads either order
+    batched=("cuda", "triton"),  # 3-D tensor maps; the persistent tile loop walks every product's tiles
 )

@@ -54,7 +54,7 @@ import numpy as np
 import triton
 import triton.language as tl
 
-from .core.cuda_c import CudaSource, bind, tensor_map_2d
+from .core.cuda_c import CudaSource, bind, tensor_map
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
@@ -89,8 +89,8 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):
     M, K = a.shape
     N = b.shape[1]
     a_t, b_t, refresh = tma_operands(a, b)
-    a_map = tensor_map_2d(a_t, (BK, BM))  # box: 32 k × 256 rows (128-byte rows)
-    b_map = tensor_map_2d(b_t, (32, BK))  # box: 32 columns × 32 k; four per stage
+    a_map = tensor_map(a_t, (BK, BM))  # box: 32 k × 256 rows (128-byte rows)
+    b_map = tensor_map(b_t, (32, BK))  # box: 32 columns × 32 k; four per stage
     c_map, c_by_tma = c_tensor_map(c, (32, 64), a_map)  # box: 32 columns × 64 rows, one of a round's two
     grid = (min(sm_count(a.device), triton.cdiv(M, BM) * triton.cdiv(N, BN)),)
     args = (a_map, b_map, c_map, c, np.int32(M), np.int32(N), np.int32(K), c_by_tma)

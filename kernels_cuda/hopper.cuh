@@ -69,13 +69,24 @@ __device__ __forceinline__ void tma_load_2d(void* dst, const TmaDescriptor* desc
         : "memory");
 }
 
-// The same box written to the same offset in every CTA of `cta_mask`, each CTA's barrier signalled.
-__device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDescriptor* desc, u64* bar, int inner,
-                                                      int outer, unsigned short cta_mask) {
+// A box of matrix `matrix` of a 3-D tensor (a batch of matrices; coordinates column, row, matrix): rows
+// and columns outside that matrix read as zeros, never the next matrix's.
+__device__ __forceinline__ void tma_load_3d(void* dst, const TmaDescriptor* desc, u64* bar, int inner, int outer,
+                                            int matrix) {
     asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4}], [%2], %5;\n" ::"r"(smem_addr(dst)),
-        "l"(desc), "r"(smem_addr(bar)), "r"(inner), "r"(outer), "h"(cta_mask)
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(
+            smem_addr(dst)),
+        "l"(desc), "r"(smem_addr(bar)), "r"(inner), "r"(outer), "r"(matrix)
+        : "memory");
+}
+
+// The same box written to the same offset in every CTA of `cta_mask`, each CTA's barrier signalled.
+__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const TmaDescriptor* desc, u64* bar, int inner,
+                                                      int outer, int matrix, unsigned short cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(smem_addr(dst)),
+        "l"(desc), "r"(smem_addr(bar)), "r"(inner), "r"(outer), "r"(matrix), "h"(cta_mask)
         : "memory");
 }
 
@@ -84,9 +95,11 @@ __device__ __forceinline__ void tma_load_2d_multicast(void* dst, const TmaDescri
 // Generic-proxy writes to shared memory (st.shared) made visible to the async proxy (a TMA store).
 __device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
 
-__device__ __forceinline__ void tma_store_2d(const TmaDescriptor* desc, const void* src, int inner, int outer) {
-    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n" ::"l"(desc),
-                 "r"(smem_addr(src)), "r"(inner), "r"(outer)
+// Into matrix `matrix` of a 3-D C (a 2-D C is passed as a batch of one).
+__device__ __forceinline__ void tma_store_3d(const TmaDescriptor* desc, const void* src, int inner, int outer,
+                                             int matrix) {
+    asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];\n" ::"l"(desc),
+                 "r"(smem_addr(src)), "r"(inner), "r"(outer), "r"(matrix)
                  : "memory");
 }
 
@@ -125,7 +138,7 @@ __device__ __forceinline__ int stage_offset(int row, int byte) {
 }
 
 // ROUNDS times: fill(round) writes the buffer, then one thread stores boxes b < BOXES (one or both
-// halves of the buffer) at origin(round, b) (an int2: column, row of C), clipped at the matrix edges.
+// halves of the buffer) at origin(round, b) (an int3: column, row, matrix of C), clipped at the matrix edges.
 // Before a round writes the buffer, the previous store must have read it; after the last round's
 // stores are issued the warpgroup goes on while TMA writes. barrier_id: a named barrier used by this
 // warpgroup's 128 threads only.
@@ -143,8 +156,8 @@ __device__ __forceinline__ void store_through_stage(unsigned char* stage, const 
         if (issuer) {
 #pragma unroll
             for (int box = 0; box < BOXES; ++box) {
-                const int2 at = origin(round, box);
-                tma_store_2d(c_map, stage + box * STAGE_BOX_BYTES, at.x, at.y);
+                const int3 at = origin(round, box);
+                tma_store_3d(c_map, stage + box * STAGE_BOX_BYTES, at.x, at.y, at.z);
             }
             bulk_commit();
         }
@@ -223,40 +236,41 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
     "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "               \
     "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "   \
     "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, %127}"
-// D (64×N, fp32 registers) += A (64×16, K-major) · B (16×N, N-major: imm-trans-b = 1), both in
-// shared memory. `accumulate` = 0 makes it D = A·B (the first step of a tile).
-#define TVC_WGMMA(SHAPE, TYPE, REGS, A, B, ACC)                                                            \
+// D (64×N, fp32 registers) += A (64×16) · B (16×N), both in shared memory. TRANS_A, TRANS_B: the
+// operands' major order (wgmma's imm-trans-a/b, which 16-bit types alone have): 0 = K-major, 1 = M- or
+// N-major. `accumulate` = 0 makes it D = A·B (the first step of a tile).
+#define TVC_WGMMA(SHAPE, TYPE, REGS, A, B, ACC, TA, TB)                                                    \
     "{\n.reg .pred acc;\nsetp.ne.b32 acc, " ACC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE \
-    " " REGS ", " A ", " B ", acc, 1, 1, 0, 1;\n}\n"
+    " " REGS ", " A ", " B ", acc, 1, 1, " TA ", " TB ";\n}\n"
 
-// wgmma_m64n{64,128,256}k16<IS_BF16>(d, a, b, accumulate): R accumulators per thread (REGS and ACC
-// list them as asm operands), and A, B, ACCUMULATE the operand numbers that follow them.
-#define TVC_WGMMA_SHAPE(N, R, REGS, ACC, A, B, ACCUMULATE)                                                     \
-    template <int IS_BF16>                                                                                     \
+// wgmma_m64n{64,128,256}k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate): R accumulators per thread
+// (REGS and ACC list them as asm operands), and A, B, ACCUMULATE, TA, TB the operand numbers that follow.
+#define TVC_WGMMA_SHAPE(N, R, REGS, ACC, A, B, ACCUMULATE, TA, TB)                                             \
+    template <int IS_BF16, int TRANS_A = 0, int TRANS_B = 1>                                                   \
     __device__ __forceinline__ void wgmma_m64n##N##k16(float (&d)[R], u64 a, u64 b, int accumulate) {          \
         if constexpr (IS_BF16) {                                                                               \
-            asm volatile(TVC_WGMMA("m64n" #N "k16", "bf16", REGS, A, B, ACCUMULATE)                            \
-                         : ACC : "l"(a), "l"(b), "r"(accumulate));                                             \
+            asm volatile(TVC_WGMMA("m64n" #N "k16", "bf16", REGS, A, B, ACCUMULATE, TA, TB)                    \
+                         : ACC : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));                 \
         } else {                                                                                               \
-            asm volatile(TVC_WGMMA("m64n" #N "k16", "f16", REGS, A, B, ACCUMULATE)                             \
-                         : ACC : "l"(a), "l"(b), "r"(accumulate));                                             \
+            asm volatile(TVC_WGMMA("m64n" #N "k16", "f16", REGS, A, B, ACCUMULATE, TA, TB)                     \
+                         : ACC : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));                 \
         }                                                                                                      \
     }
-TVC_WGMMA_SHAPE(64, 32, TVC_REGS32, TVC_ACC32, "%32", "%33", "%34")
-TVC_WGMMA_SHAPE(128, 64, TVC_REGS64, TVC_ACC64, "%64", "%65", "%66")
-TVC_WGMMA_SHAPE(256, 128, TVC_REGS128, TVC_ACC128, "%128", "%129", "%130")
+TVC_WGMMA_SHAPE(64, 32, TVC_REGS32, TVC_ACC32, "%32", "%33", "%34", "%35", "%36")
+TVC_WGMMA_SHAPE(128, 64, TVC_REGS64, TVC_ACC64, "%64", "%65", "%66", "%67", "%68")
+TVC_WGMMA_SHAPE(256, 128, TVC_REGS128, TVC_ACC128, "%128", "%129", "%130", "%131", "%132")
 
 // Any of the three shapes, by the accumulator count: 128 registers are m64n256k16, 64 m64n128k16, 32
 // m64n64k16.
-template <int IS_BF16, int R>
+template <int IS_BF16, int R, int TRANS_A = 0, int TRANS_B = 1>
 __device__ __forceinline__ void wgmma_m64nk16(float (&d)[R], u64 a, u64 b, int accumulate) {
     static_assert(R == 128 || R == 64 || R == 32, "m64n256k16, m64n128k16 or m64n64k16");
     if constexpr (R == 128) {
-        wgmma_m64n256k16<IS_BF16>(d, a, b, accumulate);
+        wgmma_m64n256k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
     } else if constexpr (R == 64) {
-        wgmma_m64n128k16<IS_BF16>(d, a, b, accumulate);
+        wgmma_m64n128k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
     } else {
-        wgmma_m64n64k16<IS_BF16>(d, a, b, accumulate);
+        wgmma_m64n64k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
     }
 }
 

@@ -2,9 +2,12 @@
 // warpgroups that only multiply, registers moved from the first to the others (setmaxnreg), 128×256
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
-// C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C in the input type; all row-major.
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K>; tile BM×BN×BK = 128×BN×64, BN = 256, or 128
-// or 64 for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups),
+// C (M×N) = op(A) · op(B), fp16 or bf16 in, fp32 accumulation, C in the input type, row-major. A_T: A is
+// the transpose of a row-major K×M matrix (else row-major M×K); B_T: B is that of a row-major N×K (else
+// row-major K×N). A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand
+// shared by the batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, A_T, B_T>; tile BM×BN×BK = 128×BN×64, BN =
+// 256, or 128 or 64 for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups),
 // grid = CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic
 // shared memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. With STREAM_K, `partials`
 // holds BM × BN floats per CTA of the grid and `flags` two zeroed ints per CTA (left zeroed). `timeline`:
@@ -27,6 +30,12 @@
 //     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
 //     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster
 //     (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
+//   - Layouts. wgmma reads a 16-bit operand from shared memory either K-major or M/N-major (its
+//     transpose bits), and TMA copies boxes of whatever matrix is stored, so a transposed operand costs
+//     nothing: its tile is copied as boxes of the stored matrix (64 columns of it, 128 bytes, per box)
+//     and described to wgmma the other way round. A K-major tile's 8-row groups are 1024 bytes apart and
+//     a k-step moves 32 bytes along its rows; an M/N-major tile's k-step moves 16 rows (2048 bytes), and
+//     its 64-wide boxes are 8 KB apart.
 //   - Descriptors. Each wgmma takes two 64-bit shared-memory descriptors. They are computed once, for
 //     slot 0, and per slot and k-step only the address field (bits 0-13, address / 16) is added to; with
 //     the warpgroup index made warp-uniform (__shfl_sync) that is a few adds on the uniform datapath
@@ -54,16 +63,16 @@
 
 constexpr int V15_BM = 128, V15_BK = 64;
 constexpr int V15_A_BYTES = V15_BM * V15_BK * 2;     // 16 KB
-constexpr int V15_B_BOX_BYTES = V15_BK * 64 * 2;     // one 64-column box of B: 8 KB
+constexpr int V15_BOX_BYTES = 64 * 64 * 2;          // one 64 × 64 box (of B, or of a transposed A): 8 KB
 constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
-// A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0) through
-// its staging buffer and TMA, 128 columns (two 64-column boxes) at a time, or BN = 64 in one box.
-// stmatrix writes two 8-column blocks of a warp's 16 rows per instruction: lane l addresses row
-// 8·((l / 8) % 2) + l % 8 of column block l / 16.
+// A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0 of matrix
+// `product`) through its staging buffer and TMA, 128 columns (two 64-column boxes) at a time, or BN = 64
+// in one box. stmatrix writes two 8-column blocks of a warp's 16 rows per instruction: lane l addresses
+// row 8·((l / 8) % 2) + l % 8 of column block l / 16.
 template <int IS_BF16, int BN>
 __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned char* stage, const TmaDescriptor* c_map,
-                                              int row0, int col0, unsigned barrier_id) {
+                                              int row0, int col0, int product, unsigned barrier_id) {
     constexpr int COLS = BN < 128 ? BN : 128;  // per round
     const int lane = threadIdx.x % 32, row = 16 * (threadIdx.x % 128 / 32) + 8 * (lane / 8 % 2) + lane % 8;
     auto fill = [&](int half) {
@@ -75,7 +84,7 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned
                         pack2<IS_BF16>(d[4 * j + 6], d[4 * j + 7]));
         }
     };
-    auto origin = [&](int half, int box) { return make_int2(col0 + 128 * half + 64 * box, row0); };
+    auto origin = [&](int half, int box) { return make_int3(col0 + 128 * half + 64 * box, row0, product); };
     store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
 }
 
@@ -192,12 +201,12 @@ struct Timeline {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K>
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int A_T, int B_T>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
-                     int c_by_tma, float4* __restrict__ partials, int* __restrict__ flags,
-                     unsigned long long* __restrict__ timeline) {
+                     int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
+                     int* __restrict__ flags, unsigned long long* __restrict__ timeline) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
@@ -212,12 +221,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
 
     const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
-    const int cluster_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, cluster_tiles = cluster_rows * tiles_n;
+    const int cluster_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, product_tiles = cluster_rows * tiles_n;
+    const int cluster_tiles = product_tiles * products;
     const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
     const Schedule schedule(cluster, clusters, cluster_tiles, k_tiles, STREAM_K != 0);
-    // Cluster tile t -> this CTA's (tile row, tile column): GROUP_M cluster rows at a time, column by column.
-    auto tile_of = [&](int t, int& tile_m, int& tile_n) {
-        grouped_tile(t, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
+    // Cluster tile t -> its product and this CTA's (tile row, tile column) in it: one product after another,
+    // GROUP_M cluster rows at a time, column by column.
+    auto tile_of = [&](int t, int& product, int& tile_m, int& tile_n) {
+        product = t / product_tiles;
+        grouped_tile(t % product_tiles, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
         tile_m = tile_m * CLUSTER_M + rank;  // past M when tiles_m is odd: TMA reads zeros, stores are masked
     };
 
@@ -238,8 +250,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         if (threadIdx.x == 0) {
             int loads = 0;
             schedule.for_each([&](int t, int kb0, int kb1) {
-                int tile_m, tile_n;
-                tile_of(t, tile_m, tile_n);
+                int product, tile_m, tile_n;
+                tile_of(t, product, tile_m, tile_n);
+                const int a_matrix = product * a_step, b_matrix = product * b_step;
                 for (int kb = kb0; kb < kb1; ++kb, ++loads) {
                     // Every other round of tiles walks k downwards: it starts on the k-slices of the panels it
                     // shares with the round before that were read last, the likeliest still in L2.
@@ -247,15 +260,29 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                     const int s = loads % STAGES, k0 = k_block * BK;
                     if (loads >= STAGES) mbar_wait(&empty[s], (loads / STAGES - 1) & 1);
                     mbar_expect_tx(&full[s], V15_A_BYTES + B_BYTES);
-                    tma_load_2d(a_tiles + s * V15_A_BYTES, &a_map, &full[s], k0, tile_m * BM);
+                    // A: one 64 k × 128-row box, or (A_T) two boxes of 64 rows of the stored K×M, 64 columns each
+                    unsigned char* a_tile = a_tiles + s * V15_A_BYTES;
+                    if constexpr (A_T) {
+                        for (int box = 0; box < 2; ++box)
+                            tma_load_3d(a_tile + box * V15_BOX_BYTES, &a_map, &full[s], tile_m * BM + box * 64, k0,
+                                        a_matrix);
+                    } else {
+                        tma_load_3d(a_tile, &a_map, &full[s], k0, tile_m * BM, a_matrix);
+                    }
+                    // B: BN / 64 boxes of 64 × 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
                     unsigned char* b_tile = b_tiles + s * B_BYTES;
+                    auto b_box = [&](int box) {
+                        const int n = tile_n * BN + box * 64;
+                        return B_T ? make_int2(k0, n) : make_int2(n, k0);
+                    };
                     if constexpr (CLUSTER_M > 1) {  // this CTA's share of the B boxes, into every CTA of the cluster
                         for (int box = rank; box < B_BOXES; box += CLUSTER_M)
-                            tma_load_2d_multicast(b_tile + box * V15_B_BOX_BYTES, &b_map, &full[s], tile_n * BN + box * 64,
-                                                  k0, (1 << CLUSTER_M) - 1);
+                            tma_load_3d_multicast(b_tile + box * V15_BOX_BYTES, &b_map, &full[s], b_box(box).x,
+                                                  b_box(box).y, b_matrix, (1 << CLUSTER_M) - 1);
                     } else {
                         for (int box = 0; box < B_BOXES; ++box)
-                            tma_load_2d(b_tile + box * V15_B_BOX_BYTES, &b_map, &full[s], tile_n * BN + box * 64, k0);
+                            tma_load_3d(b_tile + box * V15_BOX_BYTES, &b_map, &full[s], b_box(box).x, b_box(box).y,
+                                        b_matrix);
                     }
                 }
             });
@@ -265,9 +292,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         setmaxnreg_inc<232>();
         float d[BN / 2] = {};
         // Slot 0's descriptors; slot s and k-step kk only move the start address (shared memory < 256 KB:
-        // the 14-bit address field cannot carry into the next).
-        const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * 64 * 128, 16, 1024);
-        const u64 b_desc0 = smem_desc(b_tiles, V15_B_BOX_BYTES, 1024);
+        // the 14-bit address field cannot carry into the next). This warpgroup's 64 rows of A are the first
+        // or second 8 KB of the tile either way: 64 K-major rows of 128 bytes, or one 64-row box (A_T).
+        // K-major: leading offset unused, 8-row groups 1024 bytes apart; M/N-major: 64-wide boxes 8 KB
+        // apart, 8 k-rows 1024 bytes apart.
+        const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * V15_BOX_BYTES, A_T ? V15_BOX_BYTES : 16, 1024);
+        const u64 b_desc0 = smem_desc(b_tiles, B_T ? 16 : V15_BOX_BYTES, 1024);
+        // A k-step (16 k): 32 bytes along a K-major tile's rows, 16 rows (2048 bytes) down an M/N-major one.
+        constexpr int A_STEP = (A_T ? 16 * 128 : 32) / 16, B_STEP = (B_T ? 32 : 16 * 128) / 16;
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
         Timeline trace(timeline);
         auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
@@ -279,8 +311,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             }
         };
         schedule.for_each([&](int t, int kb0, int kb1) {
-            int tile_m, tile_n;
-            tile_of(t, tile_m, tile_n);
+            int product, tile_m, tile_n;
+            tile_of(t, product, tile_m, tile_n);
             for (int kb = kb0; kb < kb1; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
@@ -288,8 +320,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 const u64 a_desc = a_desc0 + s * (V15_A_BYTES / 16), b_desc = b_desc0 + s * (B_BYTES / 16);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {  // k-step kk: 16 k = 32 bytes of A's rows, 16 rows of B
-                    wgmma_m64nk16<IS_BF16>(d, a_desc + kk * 32 / 16, b_desc + kk * 16 * 128 / 16, kb > kb0 || kk > 0);
+                for (int kk = 0; kk < BK / 16; ++kk) {
+                    wgmma_m64nk16<IS_BF16, BN / 2, A_T, 1 - B_T>(d, a_desc + kk * A_STEP, b_desc + kk * B_STEP,
+                                                                   kb > kb0 || kk > 0);
                 }
                 wgmma_commit();
                 // Release the previous k-block's slot, in every CTA of the cluster.
@@ -320,9 +353,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             const int row0 = tile_m * BM + (warpgroup - 1) * 64;
             if (c_by_tma) {
                 store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
-                                       warpgroup);
+                                           product, warpgroup);
             } else {
-                store_accumulators<IS_BF16>(d, c, M, N, row0, tile_n * BN);
+                store_accumulators<IS_BF16>(d, c + static_cast<long long>(product) * M * N, M, N, row0, tile_n * BN);
             }
         });
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read

@@ -51,7 +51,7 @@ __device__ __forceinline__ void store_transposed_via_tma(const float (&d)[128], 
         }
     };
     store_through_stage<4>(stage, c_map, barrier_id, fill,
-                           [&](int round, int box) { return make_int2(col0 + 32 * box, row0 + 64 * round); });
+                           [&](int round, int box) { return make_int3(col0 + 32 * box, row0 + 64 * round, 0); });
 }
 
 template <int STAGES, int GROUP_M>

@@ -260,25 +260,29 @@ def function_pointer(kernel) -> int:
     return kernel.kernel.ptr if hasattr(kernel, "kernel") else kernel.ptr
 
 
-def tensor_map_2d(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256) -> np.void:
-    """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major fp16, bf16 or fp32 matrix.
+def tensor_map(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256) -> np.void:
+    """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major fp16, bf16 or fp32 matrix, or
+    a batch of them (3-D, each matrix row-major; the batch may be strided).
 
-    `box` = (columns, rows) of the tile one copy moves, innermost first; a box row is at most 128 bytes
-    (64 16-bit or 32 fp32 elements), swizzled in 128-byte patterns in shared memory, and parts of a box
-    outside the matrix read as zeros. TMA needs the row pitch to be a multiple of 16 bytes (the launchers
-    pad when not). `l2_promotion` (0, 64, 128 or 256 bytes): how much L2 fetches from DRAM at once on a
-    miss of a copy. Built by cuTensorMapEncodeTiled from cuda-python; returned as a numpy struct that
-    CuPy passes by value.
+    `box` = (columns, rows) of the tile one copy moves, innermost first (one matrix of a batch at a time:
+    a 3-D map's box is columns × rows × 1, its coordinates column, row, matrix); a box row is at most 128
+    bytes (64 16-bit or 32 fp32 elements), swizzled in 128-byte patterns in shared memory, and parts of a
+    box outside the matrix read as zeros, never the next matrix's. TMA needs the row pitch (and a batch's
+    matrix pitch) to be a multiple of 16 bytes (the launchers pad when not). `l2_promotion` (0, 64, 128
+    or 256 bytes): how much L2 fetches from DRAM at once on a miss of a copy. Built by
+    cuTensorMapEncodeTiled from cuda-python; returned as a numpy struct that CuPy passes by value.
     """
     from cuda.bindings import driver
 
-    rows, cols = t.shape
     size = t.element_size()
     types = {torch.float16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
              torch.bfloat16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
              torch.float32: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
-    if t.dtype not in types or t.stride(1) != 1 or (t.stride(0) * size) % 16 or t.data_ptr() % 16:
-        raise ValueError("tensor_map_2d takes a row-major fp16, bf16 or fp32 matrix with 16-byte aligned rows")
+    pitches = [stride * size for stride in reversed(t.stride()[:-1])]  # bytes, innermost first: row, matrix
+    if (t.dtype not in types or t.dim() not in (2, 3) or t.stride(-1) != 1 or any(p % 16 or p <= 0 for p in pitches)
+            or t.data_ptr() % 16):
+        raise ValueError("tensor_map takes a row-major fp16, bf16 or fp32 matrix (or a 3-D batch of them) with "
+                         "16-byte aligned rows")
     if box[0] * size > 128:
         raise ValueError(f"a box row of {box[0]} elements is {box[0] * size} bytes: the 128-byte swizzle allows 128")
     promotions = {0: driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,
@@ -288,16 +292,17 @@ def tensor_map_2d(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256
     if l2_promotion not in promotions:
         raise ValueError(f"l2_promotion is 0, 64, 128 or 256 bytes, not {l2_promotion}")
     u32, u64 = driver.cuuint32_t, driver.cuuint64_t
-    err, tensor_map = driver.cuTensorMapEncodeTiled(
-        types[t.dtype], u32(2), t.data_ptr(), [u64(cols), u64(rows)], [u64(t.stride(0) * size)],
-        [u32(x) for x in box], [u32(1), u32(1)],
+    rank = t.dim()
+    err, encoded = driver.cuTensorMapEncodeTiled(
+        types[t.dtype], u32(rank), t.data_ptr(), [u64(n) for n in reversed(t.shape)], [u64(p) for p in pitches],
+        [u32(x) for x in box] + [u32(1)] * (rank - 2), [u32(1)] * rank,
         driver.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
         driver.CUtensorMapSwizzle.CU_TENSOR_MAP_SWIZZLE_128B,
         promotions[l2_promotion],
         driver.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err.name} (shape {rows}×{cols}, box {box})")
-    raw = np.frombuffer(ctypes.string_at(tensor_map.getPtr(), 128), dtype=np.uint64)
+        raise RuntimeError(f"cuTensorMapEncodeTiled failed: {err.name} (shape {'×'.join(map(str, t.shape))}, box {box})")
+    raw = np.frombuffer(ctypes.string_at(encoded.getPtr(), 128), dtype=np.uint64)
     packed = np.zeros((), dtype=TENSOR_MAP_DTYPE)
     packed["words"] = raw
     return packed[()]
