@@ -14,6 +14,8 @@ grouped persistent order over every product of a batch, the TMA-store epilogue):
 multiplies 64 rows of the register operand by BS (256, or 128 or 64 for small products) of the other
 with m64nBSk8. The shared search times the candidates at the first call per device, shape and layout.
 
+CUDA C and Triton side by side:
+
 | concept | CUDA C (kernels_cuda/v16_wgmma_tf32.cu) | Triton (below) |
 |---|---|---|
 | Cᵀ = Bᵀ·Aᵀ (nn, nt) | accumulators indexed as Cᵀ, stored transposed | `tl.dot(round_to_tf32(b.T), a.T)` |

@@ -1,6 +1,6 @@
 // v16 wgmma tf32: fp32 matrices on Hopper's tensor cores, rounded to tf32, at wgmma speed.
 //
-// C (M×N) = op(A) · op(B), fp32 in and out, products of tf32-rounded operands accumulated in fp32, C
+// C (M×N) = A (M×K) · B (K×N), fp32 in and out, products of tf32-rounded operands accumulated in fp32, C
 // row-major. A_T: A is the transpose of a row-major K×M matrix (else row-major M×K); B_T: B is that of a
 // row-major N×K (else row-major K×N). Layouts nn, nt and tt; not tn (see below). A batch of `products`
 // matrices: every map is 3-D (column, row, matrix), and an operand shared by the batch is a batch of one
