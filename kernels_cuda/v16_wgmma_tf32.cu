@@ -215,7 +215,7 @@ __global__ void __launch_bounds__(384, 1)
                 if (t == 0) mbar_arrive(&empty[s]);
             }
             fence_accumulators(d);
-            // ---- 4. write back this warpgroup's 64 R rows × BS: columns of C (Cᵀ, stored transposed) or rows (tt) ----
+            // ---- 4. write back its 64 R rows × BS: C's columns (Cᵀ, stored transposed) or rows (tt) ----
             const int row0 = tile_m * BM + (TRANSPOSED ? 0 : (warpgroup - 1) * 64);
             const int col0 = tile_n * BN + (TRANSPOSED ? (warpgroup - 1) * 64 : 0);
             if (c_by_tma) {
