@@ -140,17 +140,22 @@ class TmaProblem(NamedTuple):
     layout: str
 
 
-def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion: int = 256):
+def v15_boxes(a_t: bool, b_t: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The TMA boxes (columns, rows) of the stored A and B: 64 × 64 in every layout, BM / 64 of A and BN / 64
+    of B per tile. A box row is 64 elements (128 bytes): of k (a row-major A, a transposed B) or of M or N
+    (a transposed A, a row-major B)."""
+    return (64, BK), (64, BK)
+
+
+def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion: int = 256, boxes=v15_boxes):
     """(TmaProblem, refresh) for C = a @ b, each operand row-major or a transposed view, 2-D or a batch:
     boxes of the matrices TMA reads (tma_views: the stored ones, padded to a 16-byte row pitch where they are
-    not, refresh() copying into the padding inside the timed call) and their L2 promotion (see tensor_map)."""
+    not, refresh() copying into the padding inside the timed call), of the shapes `boxes(A_T, B_T)` gives,
+    and their L2 promotion (see tensor_map)."""
     a_s, b_s, flags, refresh = tma_views(a, b)
     layout = "".join("t" if flags.get(flag) else "n" for flag in ("A_T", "B_T"))
-    maps = []
-    for stored in (a_s, b_s):
-        # 64 × 64 boxes, BM / 64 of A and BN / 64 of B per tile: a box row is 64 elements (128 bytes) of k
-        # (a row-major A, a transposed B) or of M or N (a transposed A, a row-major B)
-        maps.append(tensor_map(stored if stored.dim() == 3 else stored.unsqueeze(0), (64, BK), l2_promotion))
+    maps = [tensor_map(stored if stored.dim() == 3 else stored.unsqueeze(0), box, l2_promotion)
+            for stored, box in zip((a_s, b_s), boxes(*(op == "t" for op in layout)))]
     products = c.shape[0] if c.dim() == 3 else 1
     problem = TmaProblem(*maps, c.shape[-2], c.shape[-1], a.shape[-1], products, int(a.dim() == 3),
                          int(b.dim() == 3), layout)
