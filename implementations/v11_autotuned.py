@@ -460,9 +460,9 @@ VARIANT = Variant(
     cuda_source=KERNELS,
     min_cc=(8, 0),  # cp.async
     searches=(CUDA_SEARCH, TRITON_SEARCH),
-    # Triton: a transposed B would be read across its rows, copied instead; CUDA C: `SliceCopy` reads either
+    # CUDA C: warptile_block's A_T, B_T; Triton: a transposed B would be read across its rows, copied instead
     layouts={"cuda": LAYOUTS, "triton": ("nn", "tn")},
-    batched=("cuda", "triton"),  # grid axis 1 walks the batch
+    batched=("cuda", "triton"),  # a grid axis walks the batch (CUDA C: y, then z)
 )
 
 

@@ -138,6 +138,20 @@ def test_alignment_asks_for_a_batch_pitch_of_16_bytes():
     assert v11.chunked_rows_aligned(a, b.contiguous(), c, "nn")
 
 
+def test_launcher_asks_for_the_layouts_kernel_and_continues_a_long_batch_along_z(monkeypatch):
+    """tt, A a batch of 70000, B shared: the tt kernel (unaligned: Aᵀ's rows of 3 floats), grid y full and z
+    the rest, A's matrix stride and B's 0."""
+    launches = []
+    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args: launches.append((name, grid, args)))
+    a, b = make_inputs(3, 5, 2, FP32, "cpu", 1, layout="tt", batch=70000)
+    tile = v11.CUDA_CANDIDATES[0]
+    v11.launch_candidate(a, b[0], torch.empty(70000, 3, 5), tile)
+    [(name, grid, args)] = launches
+    assert name == tile.kernel(False, "tt") == "autotuned<128,128,8,32,64,3,8,false,true,true>"
+    assert grid == (1, 65535, 2)
+    assert args[3:] == (3, 5, 2, 6, 0, 70000)
+
+
 def test_other_strides_are_refused_in_one_line():
     a = torch.randn(33, 94)[:, ::2]
     b = torch.randn(47, 17)
