@@ -1,4 +1,5 @@
-"""v16 wgmma tf32: every candidate of both languages on every layout it reads in place (nn, nt, tt), on batches
+"""v16 wgmma tf32: every candidate of both languages on every layout it reads in place (CUDA C nn, nt, tt; Triton
+nn, nt), on batches
 (of one too) and on a matrix shared by the batch, against the float64 reference with NaN-poisoned outputs;
 tn copied by the shared layer. On the CPU the Triton candidates run in the interpreter; the CUDA C ones need
 an sm_90a GPU."""
@@ -20,12 +21,12 @@ SEARCHES = {s.lang: s for s in VARIANT.searches}
 GPU_SHAPES = [(1, 61, 130), (97, 61, 1), (97, 61, 130), (300, 260, 200), (1000, 1100, 1028)]
 # The batched shapes the rung is measured on against torch.bmm (4096×64³ ... 64×512³), checked here.
 BMM_SHAPES = [(4096, 64), (1024, 128), (256, 256), (64, 512)]
+NATIVE = [(lang, layout) for lang in ("cuda", "triton") for layout in VARIANT.layouts[lang]]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", GPU_SHAPES, ids=param_id)
-@pytest.mark.parametrize("layout", v16.IN_PLACE)
-@pytest.mark.parametrize("lang", ["cuda", "triton"])
+@pytest.mark.parametrize("lang, layout", NATIVE)
 def test_every_candidate_reads_its_layouts_in_place(lang, layout, shape):
     skip_unless_runnable(VARIANT, lang, "tf32", torch.device("cuda"))
     test_searches.check_every_candidate(VARIANT, SEARCHES[lang], "tf32", shape, "cuda", layout=layout)
@@ -34,8 +35,7 @@ def test_every_candidate_reads_its_layouts_in_place(lang, layout, shape):
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape, batch", [((97, 61, 130), 1), ((1, 61, 1), 3), ((97, 61, 130), 3),
                                           ((300, 260, 200), 5)], ids=param_id)
-@pytest.mark.parametrize("layout", v16.IN_PLACE)
-@pytest.mark.parametrize("lang", ["cuda", "triton"])
+@pytest.mark.parametrize("lang, layout", NATIVE)
 def test_every_candidate_computes_a_batch_in_one_launch(lang, layout, shape, batch):
     skip_unless_runnable(VARIANT, lang, "tf32", torch.device("cuda"))
     test_searches.check_every_candidate(VARIANT, SEARCHES[lang], "tf32", shape, "cuda", layout=layout, batch=batch)
@@ -50,8 +50,7 @@ def test_every_candidate_is_right_on_the_bmm_shapes(lang, batch, size):
 
 
 @pytest.mark.parametrize("shared", ["A", "B"])
-@pytest.mark.parametrize("layout", v16.IN_PLACE)
-@pytest.mark.parametrize("lang", ["cuda", "triton"])
+@pytest.mark.parametrize("lang, layout", NATIVE)
 def test_every_candidate_reads_an_operand_shared_by_the_batch(lang, layout, shared, device):
     """A 2-D operand beside a 3-D one is read as matrix 0 for every product (a_step or b_step 0)."""
     skip_unless_runnable(VARIANT, lang, "tf32", device)
@@ -70,12 +69,13 @@ def test_every_candidate_reads_an_operand_shared_by_the_batch(lang, layout, shar
 @pytest.mark.parametrize("batch", [0, 3])
 @pytest.mark.parametrize("layout", ["nn", "nt", "tn", "tt"])
 @pytest.mark.parametrize("lang", ["cuda", "triton"])
-def test_the_shared_layer_copies_only_tn(lang, layout, batch, device):
-    """nn, nt and tt reach the kernels as they are, in one launch; tn has A copied to row-major (then nn)."""
+def test_the_shared_layer_copies_a_only_where_it_must(lang, layout, batch, device):
+    """The layouts a language reads in place reach its kernel as they are, in one launch; the others (tn, and tt
+    in Triton) have A copied to row-major (then nn or nt)."""
     skip_unless_runnable(VARIANT, lang, "tf32", device)
     result = checked_run(VARIANT, lang, (33, 17, 47), device, "tf32", layout=layout, batch=batch)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)
-    assert ("copies A to row-major" in result.note) == (layout == "tn"), result.note
+    assert ("copies A to row-major" in result.note) == (layout not in VARIANT.layouts[lang]), result.note
     assert "copies B" not in result.note and "one launch per matrix" not in result.note, result.note
 
 
