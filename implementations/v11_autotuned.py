@@ -40,10 +40,10 @@ compilation only: what matches the CUDA tile is written out, layouts, copies, wa
 Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot` candidate runs,
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
-Layouts and batches: both languages compute a batch in one launch. CUDA C reads every layout in place;
-ALIGNED then asks 16-byte rows of C and of the operands copied in chunks (B as given, Aᵀ). Triton reads
-a transposed A in place and copies a transposed B: a warp's lanes read consecutive columns of B, which
-a column-major B scatters over rows (uncoalesced, slower than the copy); its batch stops at 65535.
+Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (nt too, but
+slower than copying B); ALIGNED asks 16-byte rows of C and of the chunked operands (B, Aᵀ). Triton reads
+a transposed A in place and copies a transposed B (a warp reads consecutive columns of B, which a
+column-major B scatters over rows: slower than the copy); its batch stops at 65535.
 
 What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both.
 
@@ -461,7 +461,8 @@ VARIANT = Variant(
     min_cc=(8, 0),  # cp.async
     searches=(CUDA_SEARCH, TRITON_SEARCH),
     # CUDA C: warptile_block's A_T, B_T; Triton: a transposed B would be read across its rows, copied instead
-    layouts={"cuda": LAYOUTS, "triton": ("nn", "tn")},
+    # CUDA C nt has both operands K-major, both copied 4 bytes at a time: slower in place than copying B
+    layouts={"cuda": ("nn", "tn", "tt"), "triton": ("nn", "tn")},
     batched=("cuda", "triton"),  # a grid axis walks the batch (CUDA C: y, then z)
 )
 
