@@ -13,7 +13,8 @@ Componentwise, for every element, with M = |A|·|B| (the sum of the absolute pro
   16-bit and tf32 products are exact in fp32, and an FMA rounds once;
 - K such terms summed in fp32 in any order (split-K, stream-K and tensor-core trees included) are off
   by at most γ_K times the sum of their absolute values (Higham, Accuracy and Stability, eq. 3.5);
-- rounding the sum to the output dtype adds u_out·|C| (round to nearest);
+- rounding the sum to the output dtype adds u_out·|C| (round to nearest), and below the dtype's normal
+  range half its subnormal spacing;
 - c = 2 covers adders that align to the largest term and truncate (as measured on NVIDIA tensor cores)
   and the float64 reference's own rounding, which is 2^-29 times smaller than u_acc.
 This is a worst case, not a tuned tolerance: a wrong element of any size that matters breaks it, and the
@@ -69,7 +70,15 @@ class Precision:
         """The componentwise bound on |C - C_ref|, element by element (magnitude = |A|·|B|); with an epilogue,
         `slope` is its activation's largest slope and `evaluation` its fp32 evaluation's relative error."""
         gamma = K * self.u_acc / (1 - K * self.u_acc)
-        return SAFETY * (slope * (4 * self.u_in + gamma) * magnitude + (self.u_out + evaluation) * ref.abs())
+        return SAFETY * (slope * (4 * self.u_in + gamma) * magnitude + (self.u_out + evaluation) * ref.abs()
+                         + self.underflow)
+
+    @property
+    def underflow(self) -> float:
+        """Half the spacing of the output dtype's subnormals: rounding a result below its normal range (GELU far
+        below zero) errs by this much at most, not by u_out relative."""
+        info = torch.finfo(self.dtype)
+        return info.smallest_normal * info.eps / 2
 
 
 PRECISIONS = {
