@@ -6,13 +6,15 @@
 // the transpose of a row-major K×M matrix (else row-major M×K); B_T: B is that of a row-major N×K (else
 // row-major K×N). A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand
 // shared by the batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, A_T, B_T>; tile BM×BN×BK = 128×BN×64, BN =
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, A_T, B_T, Epilogue>; tile BM×BN×BK = 128×BN×64, BN =
 // 256, or 128 or 64 for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups),
 // grid = CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic
 // shared memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. With STREAM_K, `partials`
 // holds BM × BN floats per CTA of the grid and `flags` two zeroed ints per CTA (left zeroed). `timeline`:
 // null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
-// them). Needs sm_90a.
+// them). `Epilogue` (default NoEpilogue: none) is what a consumer does to its accumulators before it stores
+// them (v17 instantiates this kernel with a bias and activations); `bias`: null, or N elements of C's type
+// when the epilogue adds one. Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -86,6 +88,42 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned
     };
     auto origin = [&](int half, int box) { return make_int3(col0 + 128 * half + 64 * box, row0, product); };
     store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
+}
+
+// The epilogue hook: what a consumer warpgroup does to its accumulators, in registers, before either store
+// path writes them. An epilogue is a type with BIAS (add bias[column] first) and apply(x) (then this, to
+// every element); the default does nothing, and compiles to nothing.
+struct NoEpilogue {
+    static constexpr bool BIAS = false;
+    __device__ static float apply(float x) { return x; }
+};
+
+// The accumulator fragment (see store_accumulators): thread t holds columns col0 + 8j + 2·(t % 4) and the
+// next, each in two rows, so it reads the bias of its columns once per tile (the bias is a row vector: the
+// same for every row) and adds it to both. Pairs are read as one 4-byte load where the bias allows it.
+template <typename Epilogue, int IS_BF16, int R>
+__device__ __forceinline__ void apply_epilogue(float (&d)[R], const unsigned short* __restrict__ bias, int N,
+                                               int col0) {
+    const int col = col0 + 2 * (threadIdx.x % 4);
+    const bool pairs = (reinterpret_cast<u64>(bias) & 3) == 0;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+        if constexpr (Epilogue::BIAS) {
+            const int n = col + 8 * j;
+            float lo = 0.0f, hi = 0.0f;
+            if (n + 1 < N && pairs) {
+                const unsigned two = *reinterpret_cast<const unsigned*>(bias + n);
+                lo = to_float<IS_BF16>(static_cast<unsigned short>(two & 0xFFFF));
+                hi = to_float<IS_BF16>(static_cast<unsigned short>(two >> 16));
+            } else if (n < N) {
+                lo = to_float<IS_BF16>(bias[n]);
+                if (n + 1 < N) hi = to_float<IS_BF16>(bias[n + 1]);
+            }
+            d[4 * j] += lo, d[4 * j + 1] += hi, d[4 * j + 2] += lo, d[4 * j + 3] += hi;
+        }
+#pragma unroll
+        for (int i = 4 * j; i < 4 * j + 4; ++i) d[i] = Epilogue::apply(d[i]);
+    }
 }
 
 // A flag in global memory between CTAs: the release orders the warpgroup's earlier writes (through the
@@ -201,12 +239,14 @@ struct Timeline {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int A_T, int B_T>
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int A_T, int B_T,
+          typename Epilogue = NoEpilogue>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
-                     int* __restrict__ flags, unsigned long long* __restrict__ timeline) {
+                     int* __restrict__ flags, unsigned long long* __restrict__ timeline,
+                     const unsigned short* __restrict__ bias) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
@@ -349,7 +389,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                     begin = end;
                 }
             }
-            // ---- 4. write back, while the producer already fills the ring with the next tile ----
+            // ---- 4. the epilogue in registers (v17's bias and activation; none here), then write back, while the
+            //         producer already fills the ring with the next tile ----
+            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
             const int row0 = tile_m * BM + (warpgroup - 1) * 64;
             if (c_by_tma) {
                 store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
