@@ -445,6 +445,10 @@ def main(argv: list[str] | None = None) -> int:
             print(shapes.listing())
             return 0
         args.sizes = shapes.run_sizes(args.shapes)
+    if args.epilogue != ("none",) and (args.nproc or args.distributed or args.sanitize or args.ncu):
+        print("--epilogue runs in the single-GPU comparison only, not with --distributed, --nproc, --sanitize or "
+              "--ncu", file=sys.stderr)
+        return 2
     if args.nproc:
         return distributed.launch(sys.argv[1:] if argv is None else list(argv), args.nproc)
     if args.list:

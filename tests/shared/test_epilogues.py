@@ -188,6 +188,12 @@ def test_an_unknown_epilogue_is_a_one_line_cli_error(argv, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("mode", [["--nproc", "2"], ["--distributed"], ["--sanitize"], ["--ncu"]])
+def test_an_epilogue_outside_the_single_gpu_comparison_is_refused(mode, capsys):
+    assert cli.main(["--epilogue", "bias", *mode]) == 2
+    assert "--epilogue runs in the single-GPU comparison only" in capsys.readouterr().err
+
+
 def test_list_shows_each_rungs_epilogues():
     listing = cli.list_rungs()
     row = next(line for line in listing.splitlines() if line.startswith("v17"))
