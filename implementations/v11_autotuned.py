@@ -21,18 +21,18 @@ CUDA C and Triton side by side:
 |---------------------|-----------------------------------------------|---------------------------------------------|
 | the block routine   | v10's `warptile_block`, `#include`d           | v10's `block_tile`, imported and called     |
 | grouped order       | `autotuned<..., GROUP_M>`: blockIdx.x ->      | the same arithmetic on `tl.program_id(0)`   |
-|                     | (block_m, block_n), a 1-D grid                | (as in Triton's matmul tutorial)            |
+|                     | (block_m, block_n) on grid axis x             | (as in Triton's matmul tutorial)            |
 | the candidates      | template instantiations, each compiled by     | `tl.dot` configs (block sizes, GROUP_M,     |
 |                     | NVRTC on first use                            | num_warps, num_stages) and Gluon tiles      |
-| search and report   | the shared search, at the first call per      | the same search: Triton's own               |
-|                     | device and shape                              | `triton.autotune` would do the same; the    |
-|                     |                                               | suite searches both languages with one timer|
+| search and report   | the shared search, at the first call per      | the same search, one timer for both (as     |
+|                     | device and shape                              | `triton.autotune` would for Triton alone)   |
 | warp/lane tiling    | `warptile_block`'s index arithmetic           | Gluon: `acc_layout`, a `BlockedLayout`      |
-| cp.async pipeline   | `cp_async4/16`, commit, wait, `__syncthreads` | Gluon: `async_copy`, `commit_group`,        |
-|                     |                                               | `wait_group`, a barrier                     |
-| A's tile, no bank   | A^T padded by 4 floats a row (v08's fix)      | Gluon: `a_tile_layout`, a                   |
-| conflicts           |                                               | `SharedLinearLayout` (a padded one does not |
-|                     |                                               | lower on NVIDIA in Triton 3.6)              |
+| cp.async pipeline   | `cp_async4/16`, commit, wait, `__syncthreads` | Gluon: `async_copy`, commit, wait, barrier  |
+| A's tile, no bank   | A^T padded by 4 floats a row (v08's fix)      | Gluon: `a_tile_layout`, XOR-swizzled (a     |
+| conflicts           |                                               | padded one: not on NVIDIA in Triton 3.6)    |
+| transposed operands | A_T, B_T: K-major A, Bᵀ: 4-byte copies into a | the strides in the pointer arithmetic; Bᵀ   |
+|                     | padded tile; M/N-major B, Aᵀ: 16-byte chunks  | is copied (see below)                       |
+| batch               | grid y, then z; a matrix stride (0: shared)   | grid axis 1; the same strides               |
 
 What Triton did for you here: with `tl.dot`, the layouts and the pipeline, as in v10; with Gluon, the
 compilation only: what matches the CUDA tile is written out, layouts, copies, waits and barriers.
@@ -40,10 +40,10 @@ compilation only: what matches the CUDA tile is written out, layouts, copies, wa
 Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot` candidate runs,
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
-Layouts and batches: the Triton kernels index A, B and C through their strides and walk a batch on grid
-axis 1. A transposed A is read in place, a transposed B copied: a warp's lanes read consecutive columns
-of B, which a column-major B scatters over rows (uncoalesced, slower than the copy). The CUDA C kernels
-take row-major matrices: other layouts are copied, a batch launched matrix by matrix.
+Layouts and batches: both languages compute a batch in one launch. CUDA C reads every layout in place;
+ALIGNED then asks 16-byte rows of C and of the operands copied in chunks (B as given, Aᵀ). Triton reads
+a transposed A in place and copies a transposed B: a warp's lanes read consecutive columns of B, which
+a column-major B scatters over rows (uncoalesced, slower than the copy); its batch stops at 65535.
 
 What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both.
 
@@ -66,8 +66,9 @@ from triton.experimental import gluon
 from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
-from .core.cuda_c import CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
-from .core.registry import Variant
+from .core.check import LAYOUTS
+from .core.cuda_c import MAX_GRID, CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
+from .core.registry import Variant, layout_of
 from .core.triton_util import block_of, describe_config
 from .core.search import Search, each
 from .v10_warptiling import block_tile
@@ -90,9 +91,11 @@ class Tile(NamedTuple):
         """A 1-D grid of one block per tile of C (the kernel maps blockIdx.x to a tile in grouped order)."""
         return (triton.cdiv(M, self.BM) * triton.cdiv(N, self.BN),)
 
-    def kernel(self, aligned: bool) -> str:
-        """The instantiation for operands whose rows are 16-byte aligned, or not."""
-        return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)}>"
+    def kernel(self, aligned: bool, layout: str = "nn") -> str:
+        """The instantiation for a layout ("nn", "nt", "tn", "tt") and rows copied in 16-byte chunks that are
+        16-byte aligned, or not (see `chunked_rows_aligned`)."""
+        a_t, b_t = (cpp_bool(op == "t") for op in layout)
+        return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)},{a_t},{b_t}>"
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
@@ -111,18 +114,44 @@ CUDA_CANDIDATES = (
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
 )
-KERNELS = CudaSource(__name__, [t.kernel(aligned) for t in CUDA_CANDIDATES for aligned in (True, False)])
+KERNELS = CudaSource(__name__, [t.kernel(aligned, layout) for layout in LAYOUTS for t in CUDA_CANDIDATES
+                                 for aligned in (True, False)])
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
 
 
+def operand_args(a, b, c) -> tuple[int, tuple]:
+    """(products, (M, N, K and the strides both Triton kernels take)) for matrices or a batch of them: the
+    strides within a matrix, then from one matrix of the batch to the next (0 for a 2-D operand, shared),
+    which the CUDA kernels take too."""
+    M, K = a.shape[-2:]
+    N = b.shape[-1]
+    products = c.shape[0] if c.dim() == 3 else 1
+    within = (a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1))
+    across = tuple(t.stride(0) if t.dim() == 3 else 0 for t in (a, b, c))
+    return products, (M, N, K, *within, *across)
+
+
+def chunked_rows_aligned(a, b, c, layout: str) -> bool:
+    """Whether every row the kernel moves in 16-byte chunks starts 16-byte aligned, in every matrix of a
+    batch: C's, B's as given (not when transposed: its rows run along K, copied 4 bytes at a time), and the
+    stored rows of a transposed A (of M; A as given runs along K)."""
+    chunked = [c, *([a.mT] if layout[0] == "t" else []), *([b] if layout[1] == "n" else [])]
+    return bool(rows_aligned(*chunked))
+
+
 def launch_candidate(a, b, c, tile: Tile):
-    """One CUDA candidate, bound to these operands (the search times these; the tests check each)."""
-    M, K = a.shape
-    N = b.shape[1]
-    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K))
-    return bind(KERNELS, tile.kernel(rows_aligned(a, b, c)), tile.grid(M, N), (tile.threads,), args)
+    """One CUDA candidate, bound to these operands (the search times these; the tests check each): matrices
+    or a batch of them, each row-major or a transposed view."""
+    layout = layout_of(a) + layout_of(b)
+    if len(layout) != 2:
+        raise ValueError("the v11 CUDA kernels read row-major matrices and transposed views of them, not other strides")
+    products, (M, N, K, *_, a_step, b_step, _) = operand_args(a, b, c)
+    y = min(products, MAX_GRID[1])  # a longer batch continues along z
+    grid = (*tile.grid(M, N), y, triton.cdiv(products, y))
+    args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), np.int64(a_step), np.int64(b_step), np.int32(products))
+    return bind(KERNELS, tile.kernel(chunked_rows_aligned(a, b, c, layout), layout), grid, (tile.threads,), args)
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, each(launch_candidate), tile=lambda t: (t.BM, t.BN),
@@ -191,17 +220,6 @@ def autotuned_kernel(
 
 def _grid(M, N, batch):
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), batch)
-
-
-def operand_args(a, b, c) -> tuple[int, tuple]:
-    """(products, (M, N, K and the strides both Triton kernels take)) for matrices or a batch of them: the
-    strides within a matrix, then from one matrix of the batch to the next (0 for a 2-D operand, shared)."""
-    M, K = a.shape[-2:]
-    N = b.shape[-1]
-    products = c.shape[0] if c.dim() == 3 else 1
-    within = (a.stride(-2), a.stride(-1), b.stride(-2), b.stride(-1), c.stride(-2), c.stride(-1))
-    across = tuple(t.stride(0) if t.dim() == 3 else 0 for t in (a, b, c))
-    return products, (M, N, K, *within, *across)
 
 
 def launch_config(a, b, c, config: triton.Config):
@@ -442,8 +460,9 @@ VARIANT = Variant(
     cuda_source=KERNELS,
     min_cc=(8, 0),  # cp.async
     searches=(CUDA_SEARCH, TRITON_SEARCH),
-    layouts={"triton": ("nn", "tn")},  # a transposed B would be read across its rows: copied instead
-    batched=("triton",),  # grid axis 1 walks the batch
+    # CUDA C: warptile_block's A_T, B_T; Triton: a transposed B would be read across its rows, copied instead
+    layouts={"cuda": LAYOUTS, "triton": ("nn", "tn")},
+    batched=("cuda", "triton"),  # a grid axis walks the batch (CUDA C: y, then z)
 )
 
 

@@ -16,9 +16,9 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
 - Stream-K (one candidate): where the last round of tiles would leave clusters idle, its k-blocks are
   dealt out evenly instead; a tile cut between clusters is finished by the cluster holding its first
   k-block, which adds the others' fp32 partial sums.
-The rung declares its candidates (tile width, stages, cluster and group size, stream-K; narrow tiles
-for small products), and the shared search (implementations/core/search.py) times them at the first
-call per device and shape and reports the choice, in both languages.
+The rung declares its candidates (tile width, stages, cluster and group size, stream-K; for small products
+narrow tiles, and 64-row tiles of one consumer warpgroup, two CTAs per SM), and the shared search
+(implementations/core/search.py) times them at the first call per problem, in both languages.
 
 CUDA C and Triton side by side:
 
@@ -41,9 +41,8 @@ the pipeliner treats the tile loop and the k-loop as one, so the next tile's fir
 this tile's epilogue, as the CUDA producer arranges by hand: v14's `tma_persistent_kernel` with FLATTEN
 and C_BY_TMA on. Left out: warp specialization, the register split, clusters, the alternating k.
 
-Constraints: fp16/bf16 on sm_90a. TMA writes C only when its rows are 16-byte aligned (N % 8 == 0);
-otherwise the accumulators go straight from registers to memory, as in v14. Every layout and batches,
-in place in both languages.
+Constraints: fp16/bf16 on sm_90a; every layout and batches in place. TMA writes C only when its rows are
+16-byte aligned (N % 8 == 0); otherwise the accumulators go straight from registers, as in v14.
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100
 worklogs with these techniques report a little above cuBLAS.
@@ -67,8 +66,7 @@ from .core.search import Search
 from .core.triton_util import block_of, describe_config
 from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, bind_configs, sm_count, tma_views, zero_product
 
-BM, BK = 128, 64
-THREADS = 384  # a producer warpgroup and two consumer warpgroups
+BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one)
 
 
 class Tile(NamedTuple):
@@ -77,6 +75,12 @@ class Tile(NamedTuple):
     CLUSTER_M: int
     GROUP_M: int
     STREAM_K: int = 0
+    BM: int = BM  # 64: one consumer warpgroup, two CTAs per SM
+
+    @property
+    def threads(self) -> int:
+        """A producer warpgroup and BM / 64 consumer warpgroups."""
+        return 128 + 2 * self.BM
 
     def kernel(self, dtype: torch.dtype, layout: str = "nn", epilogue: str = "NoEpilogue") -> str:
         """The kernel for this dtype and layout ("nn", "nt", "tn", "tt": which operands are transposed), applying
@@ -96,6 +100,9 @@ CUDA_CANDIDATES = (
     Tile(256, 4, 2, 16),
     Tile(128, 6, 2, 8),  # twice the tiles, for products whose 128×256 tiles would leave SMs idle
     Tile(64, 8, 1, 8),  # four times the tiles, for smaller products still
+    Tile(128, 3, 1, 8, 0, 64),  # 64-row tiles, two CTAs per SM: products (or batches of them) of few rows
+    Tile(64, 5, 1, 8, 0, 64),
+    Tile(64, 5, 1, 8, 1, 64),  # and their k-blocks dealt out: fewer tiles than SMs (decode, skinny, small)
 )
 KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAYOUTS for t in CUDA_CANDIDATES],
                      arch="sm_90a")
@@ -104,7 +111,7 @@ KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAY
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
 
 
-C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consumer warpgroup
+C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consumer warpgroup (BM / 64 here)
 
 
 def tma_writable(c: torch.Tensor) -> bool:
@@ -134,18 +141,22 @@ class TmaProblem(NamedTuple):
     layout: str
 
 
-def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion: int = 256):
+def v15_boxes(a_t: bool, b_t: bool) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The TMA boxes (columns, rows) of the stored A and B: 64 × 64 in every layout, BM / 64 of A and BN / 64
+    of B per tile. A box row is 64 elements (128 bytes): of k (a row-major A, a transposed B) or of M or N
+    (a transposed A, a row-major B)."""
+    return (64, BK), (64, BK)
+
+
+def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion: int = 256, boxes=v15_boxes):
     """(TmaProblem, refresh) for C = a @ b, each operand row-major or a transposed view, 2-D or a batch:
     boxes of the matrices TMA reads (tma_views: the stored ones, padded to a 16-byte row pitch where they are
-    not, refresh() copying into the padding inside the timed call) and their L2 promotion (see tensor_map)."""
+    not, refresh() copying into the padding inside the timed call), of the shapes `boxes(A_T, B_T)` gives,
+    and their L2 promotion (see tensor_map)."""
     a_s, b_s, flags, refresh = tma_views(a, b)
     layout = "".join("t" if flags.get(flag) else "n" for flag in ("A_T", "B_T"))
-    maps = []
-    for stored, transposed, box in ((a_s, flags.get("A_T"), (BK, BM)), (b_s, flags.get("B_T"), (64, BK))):
-        # a box row is 64 elements (128 bytes): of k (a row-major A, a transposed B: 64 rows of N per box), or
-        # of A's rows (a transposed A: two boxes per tile) or B's columns (BN / 64 boxes per tile)
-        maps.append(tensor_map(stored if stored.dim() == 3 else stored.unsqueeze(0),
-                               (64, 64) if transposed else box, l2_promotion))
+    maps = [tensor_map(stored if stored.dim() == 3 else stored.unsqueeze(0), box, l2_promotion)
+            for stored, box in zip((a_s, b_s), boxes(*(op == "t" for op in layout)))]
     products = c.shape[0] if c.dim() == 3 else 1
     problem = TmaProblem(*maps, c.shape[-2], c.shape[-1], a.shape[-1], products, int(a.dim() == 3),
                          int(b.dim() == 3), layout)
@@ -154,12 +165,12 @@ def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion:
 
 def shared_bytes(tile: Tile) -> int:
     """A candidate's dynamic shared memory: its ring of A and B tiles, C's staging buffers, barriers."""
-    return tile.STAGES * (BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES + BARRIER_BYTES
+    return tile.STAGES * (tile.BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES * tile.BM // BM + BARRIER_BYTES
 
 
 def cluster_tiles(M: int, N: int, tile: Tile) -> int:
     """How many cluster tiles (CLUSTER_M vertically adjacent BM×BN tiles) cover an M×N product."""
-    return triton.cdiv(triton.cdiv(M, BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
+    return triton.cdiv(triton.cdiv(M, tile.BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
 
 
 TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
@@ -179,13 +190,13 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     smem = shared_bytes(tile)
     kernel = tile.kernel(c.dtype, problem.layout, epilogue)
     if clusters is None:
-        clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem)
+        clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
     clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
     c_map, c_by_tma = c_tensor_map(c, (64, 64), problem.a_map)  # box: 64 columns × 64 rows, half a consumer's block
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
     # the kernel leaves them zeroed); four floats and two ints when unused.
     ctas = clusters * tile.CLUSTER_M if tile.STREAM_K else 1
-    partials = torch.empty(ctas * (BM * tile.BN if tile.STREAM_K else 4), device=c.device, dtype=torch.float32)
+    partials = torch.empty(ctas * (tile.BM * tile.BN if tile.STREAM_K else 4), device=c.device, dtype=torch.float32)
     flags = torch.zeros(2 * ctas, device=c.device, dtype=torch.int32)
     if timeline is None:
         timeline = torch.empty(0, device=c.device, dtype=torch.int64)  # no elements: a null pointer, no stamps
@@ -194,14 +205,15 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     if bias is None:
         bias = torch.empty(0, device=c.device, dtype=c.dtype)  # a null pointer: the default epilogue reads none
     sizes = (problem.M, problem.N, problem.K, problem.products, problem.a_step, problem.b_step)
-    return bind(source, kernel, (clusters * tile.CLUSTER_M,), (THREADS,),
+    return bind(source, kernel, (clusters * tile.CLUSTER_M,), (tile.threads,),
                 (problem.a_map, problem.b_map, c_map, c, *map(np.int32, sizes), c_by_tma, partials, flags, timeline,
                  bias),
                 shared_mem=smem)
 
 
 @functools.cache
-def resident_clusters(source: CudaSource, name: str, device: torch.device, cluster: int, smem: int) -> int:
+def resident_clusters(source: CudaSource, name: str, device: torch.device, cluster: int, smem: int,
+                      threads: int) -> int:
     """How many clusters of this kernel fit on the GPU at once (the persistent grid's size).
 
     Not simply SMs / cluster: the CTAs of a cluster must sit in one GPC, and an H100's GPCs hold
@@ -215,8 +227,9 @@ def resident_clusters(source: CudaSource, name: str, device: torch.device, clust
     pointer = function_pointer(kernel)
     cupy.cuda.driver.funcSetAttribute(pointer, cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)
     config = driver.CUlaunchConfig()
-    config.gridDimX, config.gridDimY, config.gridDimZ = sm_count(device), 1, 1
-    config.blockDimX, config.blockDimY, config.blockDimZ = THREADS, 1, 1
+    # a grid of more CTAs than can be resident (two per SM for 64-row tiles): the answer is what fits
+    config.gridDimX, config.gridDimY, config.gridDimZ = 4 * sm_count(device), 1, 1
+    config.blockDimX, config.blockDimY, config.blockDimZ = threads, 1, 1
     config.sharedMemBytes = smem
     attribute = driver.CUlaunchAttribute()
     attribute.id = driver.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
@@ -237,7 +250,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     return refresh, {tile: launch_candidate(problem, c, tile, clusters, timeline) for tile in tiles}
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (BM, tile.BN))
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
 
 
 def warp_specialized_cuda(a, b, c):
@@ -263,6 +276,8 @@ TRITON_CONFIGS = (
     tma_config(128, 128, 64, 8, 4, FLATTEN=True),
     tma_config(128, 128, 64, 4, 4, FLATTEN=True),
     tma_config(128, 256, 64, 8, 3, group_m=16, FLATTEN=True),
+    tma_config(64, 128, 64, 4, 4, FLATTEN=True),  # 64-row tiles: products (or batches of them) of few rows
+    tma_config(64, 64, 64, 4, 6, FLATTEN=True),
 )
 
 

@@ -274,15 +274,33 @@ __device__ __forceinline__ void wgmma_m64nk16(float (&d)[R], u64 a, u64 b, int a
     }
 }
 
-// D (64×256, fp32) += A (64×8, tf32, from registers) · B (8×256, tf32, K-major in shared memory).
-// tf32 wgmma reads a shared-memory operand K-major only (the transpose immediates exist for 16-bit
+// D (64×N, fp32) += A (64×8, tf32, from registers) · B (8×N, tf32, K-major in shared memory), N = 256, 128 or
+// 64. tf32 wgmma reads a shared-memory operand K-major only (the transpose immediates exist for 16-bit
 // types alone); an operand in registers has no such restriction. Thread t of the warpgroup holds A at
 // rows 16·(t/32) + (t%32)/4 (+8: a1, a3) and columns t%4 (+4: a2, a3), as mma.m16n8k8 does per warp.
-__device__ __forceinline__ void wgmma_m64n256k8_tf32(float (&d)[128], const unsigned (&a)[4], u64 b, int accumulate) {
-    asm volatile(
-        "{\n.reg .pred acc;\nsetp.ne.b32 acc, %133, 0;\nwgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 " TVC_REGS128
-        ", {%128, %129, %130, %131}, %132, acc, 1, 1;\n}\n"
-        : TVC_ACC128 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));
+#define TVC_WGMMA_TF32(N, R, REGS, ACC, A0, A1, A2, A3, B, ACCUMULATE)                                         \
+    __device__ __forceinline__ void wgmma_m64n##N##k8_tf32(float (&d)[R], const unsigned (&a)[4], u64 b,        \
+                                                           int accumulate) {                                    \
+        asm volatile("{\n.reg .pred acc;\nsetp.ne.b32 acc, " ACCUMULATE ", 0;\n"                                \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k8.f32.tf32.tf32 " REGS ", {" A0 ", " A1 ", " A2     \
+                     ", " A3 "}, " B ", acc, 1, 1;\n}\n"                                                        \
+                     : ACC : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(accumulate));             \
+    }
+TVC_WGMMA_TF32(64, 32, TVC_REGS32, TVC_ACC32, "%32", "%33", "%34", "%35", "%36", "%37")
+TVC_WGMMA_TF32(128, 64, TVC_REGS64, TVC_ACC64, "%64", "%65", "%66", "%67", "%68", "%69")
+TVC_WGMMA_TF32(256, 128, TVC_REGS128, TVC_ACC128, "%128", "%129", "%130", "%131", "%132", "%133")
+
+// Any of the three, by the accumulator count: 128 registers are m64n256k8, 64 m64n128k8, 32 m64n64k8.
+template <int R>
+__device__ __forceinline__ void wgmma_m64nk8_tf32(float (&d)[R], const unsigned (&a)[4], u64 b, int accumulate) {
+    static_assert(R == 128 || R == 64 || R == 32, "m64n256k8, m64n128k8 or m64n64k8");
+    if constexpr (R == 128) {
+        wgmma_m64n256k8_tf32(d, a, b, accumulate);
+    } else if constexpr (R == 64) {
+        wgmma_m64n128k8_tf32(d, a, b, accumulate);
+    } else {
+        wgmma_m64n64k8_tf32(d, a, b, accumulate);
+    }
 }
 
 // The accumulator fragment of an m64nN wgmma: thread t of the warpgroup holds, for each 8-column

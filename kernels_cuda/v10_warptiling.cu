@@ -15,8 +15,8 @@
 // branch there (a tile past K, or aligned rows tested at run time) would cut the body in pieces and
 // leave the copies' address arithmetic as a serial prologue with no FMAs to hide its latencies.
 // Hence ALIGNED is a template parameter and a tile past K is issued as zero-filling copies.
-// `warptile_block` computes one block tile; v11 reuses it with another block order and a search
-// over the template parameters.
+// `warptile_block` computes one block tile; v11 reuses it with another block order, a search over the
+// template parameters, and its A_T / B_T parameters (transposed operands read in place; v10 is NN).
 #include "common.cuh"
 
 // The blocks per SM a tile is built for, declared to ptxas in __launch_bounds__: two for tiles up to
@@ -29,54 +29,94 @@ constexpr int blocks_per_sm() {
     return BM * BN <= 128 * 128 && BK == 8 ? 2 : 1;
 }
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED>
+// A_T: A arrives as the transpose of a row-major K×M matrix (a[k·M + m]), read in place; B_T: B as that
+// of a row-major N×K one (b[n·K + k]). ALIGNED: the rows of C and of the W-major operands start on
+// 16-byte boundaries (B's rows as given, A's stored rows of M when A_T).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED, bool A_T = false, bool B_T = false>
 __device__ __forceinline__ void warptile_block(const float* __restrict__ a, const float* __restrict__ b,
                                                float* __restrict__ c, int M, int N, int K,
                                                int block_row, int block_col) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int M_ITER = WM / 16, N_ITER = WN / 32;  // 16×32 sub-tiles per warp tile
-    // Copy assignments, the same for every tile: A in passes of A_ROWS rows × 8 k (a warp: 4 rows ×
-    // 8 k, whole 32-byte sectors of A and 32 different banks of the padded tile), B in passes of
-    // B_ROWS rows × BN columns, a 16-byte chunk per thread.
-    constexpr int A_ROWS = THREADS / 8, A_PASSES = BM / A_ROWS, A_CHUNKS = BK / 8;
-    constexpr int B_ROWS = THREADS / (BN / 4), B_PASSES = BK / B_ROWS;
-    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 32 == 0, "tiles nest");
-    static_assert(BK % 8 == 0 && BM % A_ROWS == 0 && BK % B_ROWS == 0 && STAGES >= 2, "whole copy passes");
-    constexpr int PAD = 4;  // as v08: conflict-free transposed copies of A
-    __shared__ __align__(16) float a_tile[STAGES][BK][BM + PAD];
-    __shared__ __align__(16) float b_tile[STAGES][BK][BN];
+    static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 32 == 0 && STAGES >= 2, "tiles nest");
+    // a K-major operand's tile is padded: conflict-free transposed copies (load_tile)
+    constexpr int A_PAD = A_T ? 0 : 4, B_PAD = B_T ? 4 : 0;
+    __shared__ __align__(16) float a_tile[STAGES][BK][BM + A_PAD];
+    __shared__ __align__(16) float b_tile[STAGES][BK][BN + B_PAD];
 
     // ---- 2. map this thread to its warp's tile, its lane's 4×4 sub-tiles, and its copies ----
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
     const int warp_row = (warp / (BN / WN)) * WM, warp_col = (warp % (BN / WN)) * WN;
     const int lane_row = (lane / 8) * 4, lane_col = (lane % 8) * 4;
-    const int a_r = tid / 8, a_k = tid % 8;
-    const int b_k = tid / (BN / 4), b_c = (tid % (BN / 4)) * 4;
-    const float* a_src = a + (block_row + a_r) * K + a_k;  // this thread's first A element; + k0 per tile
-    const float* b_src = b + b_k * N + block_col + b_c;    // its first B chunk; + k0·N per tile
+    // its first element of each slice, (w, k) in the tile, w being m for A and n for B (see load_tile)
+    constexpr int A_ALONG = A_T ? (ALIGNED ? BM / 4 : BM) : 8;  // threads along a stored row of A
+    const int a_w = A_T ? (tid % A_ALONG) * (ALIGNED ? 4 : 1) : tid / 8, a_k = A_T ? tid / A_ALONG : tid % 8;
+    const int b_k = B_T ? tid % 8 : tid / (BN / 4), b_w = B_T ? tid / 8 : (tid % (BN / 4)) * 4;
+    // ... and in the matrix: + k0 per tile (K-major), + k0 times the stored row (W-major)
+    const float* a_src = A_T ? a + a_k * M + block_row + a_w : a + (block_row + a_w) * K + a_k;
+    const float* b_src = B_T ? b + (block_col + b_w) * K + b_k : b + b_k * N + block_col + b_w;
 
-    // Start the copies of the tile at k0 and do not wait. A tile that is not `live` (past K) is
-    // zero-filled and reads nothing: cheaper than a branch around it.
+    // Start the copies of the tile at k0 and do not wait. What lies past the matrix is zero-filled, and all
+    // of a tile that is not `live` (past K), reading nothing: cheaper than a branch around it. Which index
+    // of an operand is contiguous in memory decides its copy:
+    // - K-major (A as given, B transposed: k runs along the stored rows): 4-byte copies, stored transposed,
+    //   in passes of THREADS/8 w × 8 k. A warp copies 4 w × 8 k: whole 32-byte sectors of the operand and,
+    //   in the tile padded by 4 floats a row (as v08), 32 different banks.
+    // - W-major (B as given, A transposed: n or m runs along them): a 16-byte chunk per thread straight
+    //   into the tile, in passes of THREADS/(W/4) k × W (a quarter-warp's 8 chunks: 32 consecutive floats
+    //   of one row, no conflict). Rows not ALIGNED: B's chunks go as four 4-byte copies, and a transposed
+    //   A's as a float per thread, a warp along 32 consecutive floats of a row (four copies per chunk and
+    //   their four edge tests spill in the 128×128 tiles built for two blocks per SM).
+    // (Written out here: with a function per case, v10's own kernel compiled to different SASS.)
     auto load_tile = [&](int stage, int k0, bool live) {
+        constexpr int B_ALONG = B_T ? 8 : BN / 4;
+        constexpr int A_STEP = THREADS / A_ALONG, B_STEP = THREADS / B_ALONG;  // k (W-major) or w (K-major) a pass
+        static_assert(THREADS % A_ALONG == 0 && (A_T ? BK % A_STEP : BM % A_STEP + BK % 8) == 0, "whole passes of A");
+        static_assert(THREADS % B_ALONG == 0 && (B_T ? BN % B_STEP + BK % 8 : BK % B_STEP) == 0, "whole passes of B");
+        if constexpr (A_T) {
 #pragma unroll
-        for (int p = 0; p < A_PASSES; ++p)
-#pragma unroll
-            for (int ch = 0; ch < A_CHUNKS; ++ch) {
-                const int r = a_r + p * A_ROWS, k = ch * 8 + a_k;
-                const bool valid = live && block_row + r < M && k0 + k < K;
-                cp_async4(&a_tile[stage][k][r], valid ? a_src + p * A_ROWS * K + k0 + ch * 8 : a, valid);
+            for (int p = 0; p < BK / A_STEP; ++p) {
+                const int k = a_k + p * A_STEP, row = k0 + k;
+                const float* src = a_src + (k0 + p * A_STEP) * M;
+                const bool valid = live && row < K && block_row + a_w < M;  // a chunk: inside A or past its edge
+                if (ALIGNED) {
+                    cp_async16(&a_tile[stage][k][a_w], valid ? src : a, valid);
+                } else {
+                    cp_async4(&a_tile[stage][k][a_w], valid ? src : a, valid);
+                }
             }
+        } else {
 #pragma unroll
-        for (int p = 0; p < B_PASSES; ++p) {
-            const int k = b_k + p * B_ROWS, row = k0 + k;
-            const float* src = b_src + (k0 + p * B_ROWS) * N;
-            if (ALIGNED) {  // a whole chunk lies inside B or past its edge
-                const bool valid = live && row < K && block_col + b_c < N;
-                cp_async16(&b_tile[stage][k][b_c], valid ? src : b, valid);
-            } else {
-                for (int q = 0; q < 4; ++q) {
-                    const bool valid = live && row < K && block_col + b_c + q < N;
-                    cp_async4(&b_tile[stage][k][b_c + q], valid ? src + q : b, valid);
+            for (int p = 0; p < BM / A_STEP; ++p)
+#pragma unroll
+                for (int ch = 0; ch < BK / 8; ++ch) {
+                    const int r = a_w + p * A_STEP, k = ch * 8 + a_k;
+                    const bool valid = live && block_row + r < M && k0 + k < K;
+                    cp_async4(&a_tile[stage][k][r], valid ? a_src + p * A_STEP * K + k0 + ch * 8 : a, valid);
+                }
+        }
+        if constexpr (B_T) {
+#pragma unroll
+            for (int p = 0; p < BN / B_STEP; ++p)
+#pragma unroll
+                for (int ch = 0; ch < BK / 8; ++ch) {
+                    const int r = b_w + p * B_STEP, k = ch * 8 + b_k;
+                    const bool valid = live && block_col + r < N && k0 + k < K;
+                    cp_async4(&b_tile[stage][k][r], valid ? b_src + p * B_STEP * K + k0 + ch * 8 : b, valid);
+                }
+        } else {
+#pragma unroll
+            for (int p = 0; p < BK / B_STEP; ++p) {
+                const int k = b_k + p * B_STEP, row = k0 + k;
+                const float* src = b_src + (k0 + p * B_STEP) * N;
+                if (ALIGNED) {  // a whole chunk lies inside B or past its edge
+                    const bool valid = live && row < K && block_col + b_w < N;
+                    cp_async16(&b_tile[stage][k][b_w], valid ? src : b, valid);
+                } else {
+                    for (int q = 0; q < 4; ++q) {
+                        const bool valid = live && row < K && block_col + b_w + q < N;
+                        cp_async4(&b_tile[stage][k][b_w + q], valid ? src + q : b, valid);
+                    }
                 }
             }
         }

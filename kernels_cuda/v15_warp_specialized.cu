@@ -2,15 +2,17 @@
 // warpgroups that only multiply, registers moved from the first to the others (setmaxnreg), 128×256
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
-// C (M×N) = op(A) · op(B), fp16 or bf16 in, fp32 accumulation, C in the input type, row-major. A_T: A is
-// the transpose of a row-major K×M matrix (else row-major M×K); B_T: B is that of a row-major N×K (else
-// row-major K×N). A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand
-// shared by the batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, A_T, B_T, Epilogue>; tile BM×BN×BK = 128×BN×64, BN =
-// 256, or 128 or 64 for products too small to give every SM a 128×256 tile. Launch: 384 threads (three warpgroups),
-// grid = CLUSTER_M × the clusters that fit at once (at most one per cluster tile), persistent. Dynamic
-// shared memory: STAGES × (16 KB + BN / 8 KB) of tiles + 32 KB for C + 1 KB. With STREAM_K, `partials`
-// holds BM × BN floats per CTA of the grid and `flags` two zeroed ints per CTA (left zeroed). `timeline`:
+// C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C row-major in the input type. A is
+// row-major, or (A_T) the transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one.
+// A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
+// batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, A_T, B_T, Epilogue>; tile BM×BN×BK = 128×BN×64,
+// BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128)
+// for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads (a
+// producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
+// one per cluster tile), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of tiles +
+// BM / 4 KB for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and `flags`
+// BM / 64 zeroed ints per CTA (left zeroed). `timeline`:
 // null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
 // them). `Epilogue` (default NoEpilogue: none) is what a consumer does to its accumulators before it stores
 // them (v17 instantiates this kernel with a bias and activations); `bias`: null, or N elements of C's type
@@ -63,9 +65,8 @@
 //     as in v14.
 #include "hopper.cuh"
 
-constexpr int V15_BM = 128, V15_BK = 64;
-constexpr int V15_A_BYTES = V15_BM * V15_BK * 2;     // 16 KB
-constexpr int V15_BOX_BYTES = 64 * 64 * 2;          // one 64 × 64 box (of B, or of a transposed A): 8 KB
+constexpr int V15_BK = 64;
+constexpr int V15_BOX_BYTES = 64 * 64 * 2;          // one 64 × 64 box of A or B: 8 KB
 constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
 // A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0 of matrix
@@ -239,24 +240,25 @@ struct Timeline {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int A_T, int B_T,
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int A_T, int B_T,
           typename Epilogue = NoEpilogue>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 ? 2 : 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
                      int* __restrict__ flags, unsigned long long* __restrict__ timeline,
                      const unsigned short* __restrict__ bias) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
-    constexpr int BM = V15_BM, BK = V15_BK, B_BOXES = BN / 64, B_BYTES = BK * BN * 2;
-    // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, two C staging buffers (1024-byte aligned
-    //         for the swizzle), barriers ----
+    static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
+    constexpr int BK = V15_BK, CONSUMERS = BM / 64, B_BOXES = BN / 64, A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2;
+    // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, a C staging buffer per consumer (1024-byte
+    //         aligned for the swizzle), barriers ----
     extern __shared__ unsigned char smem_raw[];
     unsigned char* smem = reinterpret_cast<unsigned char*>((reinterpret_cast<u64>(smem_raw) + 1023) & ~u64(1023));
     unsigned char* a_tiles = smem;
-    unsigned char* b_tiles = smem + STAGES * V15_A_BYTES;
+    unsigned char* b_tiles = smem + STAGES * A_BYTES;
     unsigned char* c_stages = b_tiles + STAGES * B_BYTES;
-    u64* full = reinterpret_cast<u64*>(c_stages + 2 * V15_C_STAGE_BYTES);
+    u64* full = reinterpret_cast<u64*>(c_stages + CONSUMERS * V15_C_STAGE_BYTES);
     u64* empty = full + STAGES;
 
     const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
@@ -276,7 +278,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);               // this CTA's producer: expect_tx (+ the bytes of A and all of B)
-            mbar_init(&empty[s], 2 * CLUSTER_M);  // each consumer warpgroup of each CTA in the cluster
+            mbar_init(&empty[s], CONSUMERS * CLUSTER_M);  // each consumer warpgroup of each CTA in the cluster
         }
         fence_barrier_init();
     }
@@ -285,8 +287,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
 
     const int warpgroup = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);  // uniform, and the compiler knows it
     if (warpgroup == 0) {
-        // ---- 2. the producer warpgroup: give registers back; one thread keeps the ring full ----
-        setmaxnreg_dec<40>();
+        // ---- 2. the producer warpgroup: give registers back (to two consumers); one thread keeps the ring full ----
+        if constexpr (CONSUMERS == 2) setmaxnreg_dec<40>();
         if (threadIdx.x == 0) {
             int loads = 0;
             schedule.for_each([&](int t, int kb0, int kb1) {
@@ -299,17 +301,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                     const int k_block = (t / schedule.clusters) % 2 ? k_tiles - 1 - kb : kb;
                     const int s = loads % STAGES, k0 = k_block * BK;
                     if (loads >= STAGES) mbar_wait(&empty[s], (loads / STAGES - 1) & 1);
-                    mbar_expect_tx(&full[s], V15_A_BYTES + B_BYTES);
-                    // A: one 64 k × 128-row box, or (A_T) two boxes of 64 rows of the stored K×M, 64 columns each
-                    unsigned char* a_tile = a_tiles + s * V15_A_BYTES;
-                    if constexpr (A_T) {
-                        for (int box = 0; box < 2; ++box)
-                            tma_load_3d(a_tile + box * V15_BOX_BYTES, &a_map, &full[s], tile_m * BM + box * 64, k0,
-                                        a_matrix);
-                    } else {
-                        tma_load_3d(a_tile, &a_map, &full[s], k0, tile_m * BM, a_matrix);
+                    mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
+                    // A: BM / 64 boxes of 64 × 64, each 64 rows of A (or, A_T, 64 columns of the stored K×M);
+                    // B: BN / 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
+                    unsigned char* a_tile = a_tiles + s * A_BYTES;
+                    for (int box = 0; box < CONSUMERS; ++box) {
+                        const int m = tile_m * BM + box * 64;
+                        tma_load_3d(a_tile + box * V15_BOX_BYTES, &a_map, &full[s], A_T ? m : k0, A_T ? k0 : m,
+                                    a_matrix);
                     }
-                    // B: BN / 64 boxes of 64 × 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
                     unsigned char* b_tile = b_tiles + s * B_BYTES;
                     auto b_box = [&](int box) {
                         const int n = tile_n * BN + box * 64;
@@ -329,7 +329,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
         }
     } else {
         // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
-        setmaxnreg_inc<232>();
+        if constexpr (CONSUMERS == 2) setmaxnreg_inc<232>();
         float d[BN / 2] = {};
         // Slot 0's descriptors; slot s and k-step kk only move the start address (shared memory < 256 KB:
         // the 14-bit address field cannot carry into the next). This warpgroup's 64 rows of A are the first
@@ -357,7 +357,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
                 // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart) ----
-                const u64 a_desc = a_desc0 + s * (V15_A_BYTES / 16), b_desc = b_desc0 + s * (B_BYTES / 16);
+                const u64 a_desc = a_desc0 + s * (A_BYTES / 16), b_desc = b_desc0 + s * (B_BYTES / 16);
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < BK / 16; ++kk) {
@@ -376,7 +376,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(384, 1)
             // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
             //      last piece of its cluster's run, adds those of the runs after it ----
             if constexpr (STREAM_K) {
-                auto part = [&](int slot) { return (slot * CLUSTER_M + rank) * 2 + warpgroup - 1; };
+                auto part = [&](int slot) { return (slot * CLUSTER_M + rank) * CONSUMERS + warpgroup - 1; };
                 if (kb0 > 0) {
                     save_partial(d, partials, flags, part(cluster), warpgroup);
                     return;

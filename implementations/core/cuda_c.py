@@ -312,10 +312,11 @@ TENSOR_MAP_DTYPE = np.dtype([("words", np.uint64, (16,))], align=True)
 
 
 def rows_aligned(*matrices: torch.Tensor) -> np.int32:
-    """1 if every row of every (row-major) matrix starts on a 16-byte boundary, so 16-byte accesses
-    (float4, eight halves, 16-byte cp.async) are legal: row length a multiple of 16 bytes and a
-    16-byte-aligned base."""
-    return np.int32(all((m.shape[1] * m.element_size()) % 16 == 0 and m.data_ptr() % 16 == 0 for m in matrices))
+    """1 if every row of every (row-major) matrix, or batch of them (3-D), starts on a 16-byte boundary, so
+    16-byte accesses (float4, eight halves, 16-byte cp.async) are legal: row length a multiple of 16 bytes,
+    a 16-byte-aligned base, and in a batch a matrix pitch a multiple of 16 bytes."""
+    return np.int32(all((m.shape[-1] * m.element_size()) % 16 == 0 and m.data_ptr() % 16 == 0
+                        and (m.dim() == 2 or (m.stride(0) * m.element_size()) % 16 == 0) for m in matrices))
 
 
 def cpp_bool(value) -> str:

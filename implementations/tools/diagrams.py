@@ -864,8 +864,8 @@ def cluster_multicast(variant: Variant) -> Diagram:
     B's column boxes rank, rank + CLUSTER_M, ... and TMA multicasts each into every CTA of the cluster."""
     module = sys.modules[variant.module]
     tile = module.CUDA_CANDIDATES[0]
-    (box,) = cu_shape(variant, r"V15_B_BOX_BYTES = V15_BK \* (\d+) \* 2")
-    BM, BK, BN, ranks = module.BM, module.BK, tile.BN, tile.CLUSTER_M
+    (box, _) = cu_shape(variant, r"V15_BOX_BYTES = (\d+) \* (\d+) \* 2")
+    BM, BK, BN, ranks = tile.BM, module.BK, tile.BN, tile.CLUSTER_M
     gap = BK / 2
     fig, axes = _figure(1, width=6.4, height=6.0)
     ax = axes[0]
@@ -960,15 +960,15 @@ def v14(variant: Variant) -> list[Diagram]:
 def v15(variant: Variant) -> list[Diagram]:
     module = sys.modules[variant.module]
     tile = module.CUDA_CANDIDATES[0]
-    consumers = module.THREADS // (4 * WARP) - 1  # one producer warpgroup
-    return [warpgroups(variant, module.BM, tile.BN, consumers, "rows",
+    consumers = tile.threads // (4 * WARP) - 1  # one producer warpgroup
+    return [warpgroups(variant, tile.BM, tile.BN, consumers, "rows",
                        f"the first candidate ({tile}): warpgroup 0 only produces (TMA), warpgroups 1 to {consumers} "
-                       f"each multiply {module.BM // consumers}×{tile.BN}; CLUSTER_M = {tile.CLUSTER_M} CTAs of "
+                       f"each multiply {tile.BM // consumers}×{tile.BN}; CLUSTER_M = {tile.CLUSTER_M} CTAs of "
                        f"vertically adjacent tiles share each B tile by TMA multicast. Triton: v14's kernel with its "
                        f"FLATTEN and C_BY_TMA knobs on, searched over its configs; no warp specialization, no clusters."),
             cluster_multicast(variant),
             producer_consumer(variant, tile.STAGES, consumers, True, f"the first candidate, {tile}"),
-            persistent_walk(variant, module.BM, tile.BN, programs=10, group_m=tile.GROUP_M, cluster=tile.CLUSTER_M,
+            persistent_walk(variant, tile.BM, tile.BN, programs=10, group_m=tile.GROUP_M, cluster=tile.CLUSTER_M,
                             note="Every other round walks k downwards, starting on what the round before read last."),
             *measured_walk(variant)]
 

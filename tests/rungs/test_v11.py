@@ -1,9 +1,10 @@
-"""v11's Gluon kernel, which no interpreter runs, compiles for sm_80 and sm_90 without spills (no GPU needed).
+"""v11's Gluon kernel, which no interpreter runs, compiles for sm_80 and sm_90 without spills (no GPU needed);
+its CUDA C kernels read every layout in place and compute a batch in one launch (GPU).
 
-Triton compiles it ahead of time for a target GPU; the ptxas it ships reports on the PTX. Both forms:
-EVEN (the tiles divide the shape: masks only along K) and the general one. The GPU tests run it. The
-compiles run in a fresh process: once Triton's interpreter has run a kernel, it leaves `tl.tensor`'s
-operators patched for the rest of the process, and a later compile fails inside them.
+Triton compiles the Gluon kernel ahead of time for a target GPU; the ptxas it ships reports on the PTX.
+Both forms: EVEN (the tiles divide the shape: masks only along K) and the general one. The GPU tests run
+it. The compiles run in a fresh process: once Triton's interpreter has run a kernel, it leaves
+`tl.tensor`'s operators patched for the rest of the process, and a later compile fails inside them.
 """
 
 import json
@@ -13,8 +14,13 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from implementations import v11_autotuned as v11
+from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs, poison
+
+from ..helpers import param_id
+from ..ladder.test_searches import check_every_candidate
 
 # its module fixture is built once: every test of this file runs in one xdist worker
 pytestmark = pytest.mark.xdist_group("test_v11")
@@ -102,3 +108,91 @@ def test_a_tile_layout_has_no_bank_conflicts(block_m, k_lanes):
         return  # m = 4, 8 are in the bank bits already: nothing XORed
     no_xor = [[0, m] if k and m else [k, m] for k, m in bases]
     assert a_tile_ways(no_xor, block_m, k_lanes) == (1, {4: 2, 8: 4}[k_lanes])
+
+
+# ---- CUDA C: every layout in place, batches in one launch ----
+
+FP32 = PRECISIONS["fp32"]
+# Ragged (no row 16-byte aligned: the unaligned instantiations), M = 1, K = 1, one element; rows of 132 and
+# 264 floats (every layout's ALIGNED instantiation, over two tile rows and columns); N aligned with M and K
+# odd (nt's ALIGNED instantiation: only C's rows are copied in chunks; tt's unaligned one: Aᵀ's rows of 33).
+LAYOUT_SHAPES = [(33, 17, 47), (1, 17, 47), (33, 17, 1), (1, 1, 1), (132, 264, 70), (33, 132, 47)]
+
+
+@pytest.mark.parametrize("layout, aligned", [("nn", True), ("nt", True), ("tn", False), ("tt", False)])
+def test_alignment_asks_only_for_the_rows_copied_in_chunks(layout, aligned):
+    """M = 33, N = 20, K = 47: C's rows and B's (as given) are 16-byte aligned, the stored rows of Aᵀ (33) and of
+    A and Bᵀ (47) are not; only Aᵀ's count, as A's and Bᵀ's are copied 4 bytes at a time."""
+    a, b = make_inputs(33, 20, 47, FP32, "cpu", 1, layout=layout)
+    c = torch.empty(33, 20)
+    assert v11.chunked_rows_aligned(a, b, c, layout) == aligned
+    assert not v11.chunked_rows_aligned(a, b, c[:, :17], layout), "C's rows of 17 floats"
+
+
+def test_alignment_asks_for_a_batch_pitch_of_16_bytes():
+    """Every matrix of a batch must start 16-byte aligned: rows of 20 floats, matrices 941 floats apart."""
+    a, _ = make_inputs(33, 20, 47, FP32, "cpu", 1, batch=3)
+    b = torch.randn(3 * 941).as_strided((3, 47, 20), (941, 20, 1))
+    c = torch.empty(3, 33, 20)
+    assert not v11.chunked_rows_aligned(a, b, c, "nn")
+    assert v11.chunked_rows_aligned(a, b.contiguous(), c, "nn")
+
+
+def test_launcher_asks_for_the_layouts_kernel_and_continues_a_long_batch_along_z(monkeypatch):
+    """tt, A a batch of 70000, B shared: the tt kernel (unaligned: Aᵀ's rows of 3 floats), grid y full and z
+    the rest, A's matrix stride and B's 0."""
+    launches = []
+    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args: launches.append((name, grid, args)))
+    a, b = make_inputs(3, 5, 2, FP32, "cpu", 1, layout="tt", batch=70000)
+    tile = v11.CUDA_CANDIDATES[0]
+    v11.launch_candidate(a, b[0], torch.empty(70000, 3, 5), tile)
+    [(name, grid, args)] = launches
+    assert name == tile.kernel(False, "tt") == "autotuned<128,128,8,32,64,3,8,false,true,true>"
+    assert grid == (1, 65535, 2)
+    assert args[3:] == (3, 5, 2, 6, 0, 70000)
+
+
+def test_other_strides_are_refused_in_one_line():
+    a = torch.randn(33, 94)[:, ::2]
+    b = torch.randn(47, 17)
+    with pytest.raises(ValueError, match="row-major matrices and transposed views of them"):
+        v11.launch_candidate(a, b, torch.empty(33, 17), v11.CUDA_CANDIDATES[0])
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", LAYOUT_SHAPES, ids=param_id)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_cuda_candidate_reads_every_layout_in_place(layout, shape):
+    check_every_candidate(v11.VARIANT, v11.CUDA_SEARCH, "fp32", shape, "cuda", layout=layout)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("batch", [1, 3])
+@pytest.mark.parametrize("shape", [(33, 17, 47), (132, 264, 70)], ids=param_id)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_cuda_candidate_computes_a_batch_in_one_launch(layout, shape, batch):
+    check_every_candidate(v11.VARIANT, v11.CUDA_SEARCH, "fp32", shape, "cuda", layout=layout, batch=batch)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shared", ["A", "B"])
+@pytest.mark.parametrize("shape", [(33, 17, 47), (132, 264, 70)], ids=param_id)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_cuda_candidate_computes_a_batch_with_a_shared_operand(layout, shape, shared):
+    """One operand 2-D (a matrix stride of 0), the other a batch of 5."""
+    batched = make_inputs(*shape, FP32, "cuda", 31, layout=layout, batch=5)
+    single = make_inputs(*shape, FP32, "cuda", 32, layout=layout)
+    a, b = (single[0], batched[1]) if shared == "A" else (batched[0], single[1])
+    for tile in v11.CUDA_CANDIDATES:
+        c = torch.empty(5, shape[0], shape[1], device="cuda")
+        poison(c)
+        v11.launch_candidate(a, b, c, tile)()
+        outcome = check(c, a, b, FP32)
+        assert outcome.ok, (str(tile), outcome.why())
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("layout", ["nn", "tt"])
+def test_every_cuda_candidate_computes_a_batch_longer_than_the_grid_axis(layout):
+    """70000 tiny products: more than grid axis y's 65535, so the batch continues along z."""
+    check_every_candidate(v11.VARIANT, v11.CUDA_SEARCH, "fp32", (3, 5, 2), "cuda", layout=layout, batch=70000)

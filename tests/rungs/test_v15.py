@@ -1,19 +1,77 @@
-"""v15 warp specialization on the GPU: stream-K right run after run, and the per-CTA timeline."""
+"""v15 warp specialization on the GPU: every candidate on every layout and batch form, stream-K right run after run,
+and the per-CTA timeline."""
 
 import pytest
 import torch
 
-from implementations.core.check import PRECISIONS, compare, make_inputs, poison, reference
+from implementations.core.check import LAYOUTS, PRECISIONS, compare, make_inputs, poison, reference
 
 from ..helpers import gpu_skip_reason, param_id
 
 pytestmark = pytest.mark.gpu
 
 
+def v15_or_skip(dtype):
+    from implementations import v15_warp_specialized as v15
+
+    if gpu_skip_reason(v15.VARIANT, "cuda", dtype):
+        pytest.skip(gpu_skip_reason(v15.VARIANT, "cuda", dtype))
+    return v15
+
+
+# A ragged product (partial tiles on every edge, K not a multiple of 64 or of 8: padded rows), a row of A, one k, a
+# product that is whole 128×256 tiles, each in a batch of 3 (both operands, or one shared), and alone.
+SHAPES = [(200, 300, 77), (1, 264, 64), (130, 72, 1), (256, 512, 192)]
+BATCHES = [(0, 0), (3, 3), (3, 0), (0, 3)]  # (A's batch, B's): 0 is a 2-D operand, shared by a batch
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_v15_every_candidate_reads_every_layout_and_batch_in_place(layout, dtype):
+    """Each CUDA candidate, on transposed operands read in place (boxes of the stored matrix, wgmma's transpose
+    bits) and on batches in one launch (3-D tensor maps, a matrix shared by the batch read as matrix 0), right
+    against float64 into a NaN-poisoned C."""
+    v15 = v15_or_skip(dtype)
+    precision = PRECISIONS[dtype]
+    for M, N, K in SHAPES:
+        for a_batch, b_batch in BATCHES:
+            a, _ = make_inputs(M, N, K, precision, "cuda", 31, layout=layout, batch=a_batch)
+            _, b = make_inputs(M, N, K, precision, "cuda", 37, layout=layout, batch=b_batch)
+            ref = reference(a, b)
+            c = torch.empty(ref.shape, device="cuda", dtype=a.dtype)
+            refresh, runs = v15.prepare_cuda(a, b, c)
+            for tile, run in runs.items():
+                poison(c)
+                refresh()
+                run()
+                outcome = compare(c, ref, precision.bound(K))
+                assert outcome.ok, (tile, (M, N, K), (a_batch, b_batch), outcome)
+
+
+def test_v15_a_thousand_tiny_products_in_one_launch():
+    """A batch of 1000 products of 7×5×3: a tile each, mostly outside its matrix (TMA reads zeros there and
+    clips the stores, never touching the next matrix), K padded to a 16-byte row pitch."""
+    v15 = v15_or_skip("bf16")
+    precision = PRECISIONS["bf16"]
+    a, b = make_inputs(7, 5, 3, precision, "cuda", 41, batch=1000)
+    ref = reference(a, b)
+    c = torch.empty(ref.shape, device="cuda", dtype=a.dtype)
+    refresh, runs = v15.prepare_cuda(a, b, c)
+    for tile, run in runs.items():
+        poison(c)
+        refresh()
+        run()
+        assert compare(c, ref, precision.bound(3)).ok, tile
+
+
+STREAM_K_TILES = [(256, 4, 2, 8, 1), (64, 5, 1, 8, 1, 64)]
+
+
+@pytest.mark.parametrize("tile", STREAM_K_TILES, ids=param_id)
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("shape", [(1100, 300, 70), (1536, 256, 100), (1000, 1531, 777), (2048, 2048, 2048),
                                    (3000, 2900, 1500)], ids=param_id)
-def test_v15_stream_k_is_right_on_any_grid_run_after_run(shape, dtype):
+def test_v15_stream_k_is_right_on_any_grid_run_after_run(shape, dtype, tile):
     """Stream-K cuts tiles only when the cluster tiles are more than, and not a multiple of, the clusters:
     grids of a few clusters reach it with small products (the whole GPU's grid with the last shape).
     Each run must lower the flags it raised, or the next would add stale partial sums: three runs
@@ -26,7 +84,8 @@ def test_v15_stream_k_is_right_on_any_grid_run_after_run(shape, dtype):
     precision = PRECISIONS[dtype]
     a, b = make_inputs(*shape, precision, "cuda", 21)
     ref = reference(a, b)
-    tile = v15.Tile(256, 4, 2, 8, 1)
+    tile = v15.Tile(*tile)
+    assert tile in v15.CUDA_CANDIDATES
     for clusters in (3, 5, 7, None):
         c = torch.empty(shape[0], shape[1], device="cuda", dtype=a.dtype)
         refresh, runs = v15.prepare_cuda(a, b, c, (tile,), clusters)

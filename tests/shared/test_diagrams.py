@@ -308,7 +308,7 @@ def test_the_tma_ring_has_the_rungs_stages_and_says_it_is_a_schedule(drawn, stem
 def test_v15_cluster_ranks_take_alternate_b_boxes(drawn):
     d = one(drawn, "v15_warp_specialized", "_cluster")
     tile = module("v15_warp_specialized").CUDA_CANDIDATES[0]
-    width = int(re.search(r"V15_B_BOX_BYTES = V15_BK \* (\d+)", VARIANTS["v15_warp_specialized"].cuda_source.path
+    width = int(re.search(r"V15_BOX_BYTES = (\d+) \* \d+ \* 2", VARIANTS["v15_warp_specialized"].cuda_source.path
                           .read_text()).group(1))
     boxes = sorted(patches(d.figure, "b-box"), key=lambda p: p.get_x())
     assert len(boxes) == tile.BN // width
