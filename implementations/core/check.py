@@ -280,7 +280,9 @@ def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precisio
         limit = torch.zeros_like(ref)
         outside = got != ref.to(c.dtype).double()
     else:
-        size = magnitude(a, b) + (bias.double().abs() if epi.bias else 0)
+        size = magnitude(a, b)
+        if epi.bias:
+            size += bias.double().abs()  # in place: the check's float64 M×N tensors are what limits the size
         limit = precision.limits(K, size, ref, epi.slope, epi.evaluation(pre))
         outside = ~((got - ref).abs() <= limit)  # NaN counts as outside
     ratio = torch.where(torch.isnan(got), torch.inf, (got - ref).abs() / limit.clamp_min(torch.finfo(torch.float64).tiny))
