@@ -33,7 +33,7 @@ memory) and a batch in one launch (3-D descriptors, boxes of one matrix; the per
 product's tiles); the CUDA C kernel takes one product of a K-major A and an N-major B, so the shared layer
 copies other layouts for it and launches a batch matrix by matrix.
 The Triton kernel has two knobs off here that v15 turns on: FLATTEN (one software pipeline over the
-tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores).
+tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores); and v17's BIAS and ACTIVATION.
 
 What it should reach: about cuBLAS's level minus what the single-role design costs (the thread that
 issues the copies is also a consumer, so its warpgroup waits whenever a slot is late), and the
@@ -174,6 +174,7 @@ def tma_persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False,
     A_3D: tl.constexpr = False, B_3D: tl.constexpr = False, products=1, stride_cb=0,
+    bias_ptr=None, BIAS: tl.constexpr = False, ACTIVATION: tl.constexpr = "",
 ):
     # ---- 1. this program's tiles: pid, pid + programs, ..., over every product of a batch, each mapped in
     #         grouped order (FLATTEN, v15: the tile loop and the k-loop software-pipelined as one) ----
@@ -192,8 +193,16 @@ def tma_persistent_kernel(
             b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, B_T, B_3D)
             # ---- 3. multiply (wgmma on Hopper) ----
             acc = tl.dot(a, b, acc)
-        # ---- 4. write back, rounded to C's type: masked stores, or (C_BY_TMA, v15) two TMA stores of half a
-        #         tile each, clipped at the edges (C's rows must be 16-byte aligned) ----
+        # ---- 4. the epilogue on the fp32 accumulators (v17: + bias, a row vector read once per column block,
+        #         then ReLU or GELU), then write back, rounded to C's type: masked stores, or (C_BY_TMA, v15) two
+        #         TMA stores of half a tile each, clipped at the edges (C's rows must be 16-byte aligned) ----
+        if BIAS:
+            offs_bias = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            acc += tl.load(bias_ptr + offs_bias, mask=offs_bias < N, other=0.0).to(tl.float32)[None, :]
+        if ACTIVATION == "relu":
+            acc = tl.maximum(acc, 0.0)
+        if ACTIVATION == "gelu":  # torch's tanh form, 0.5·x·(1 + tanh(t)) = x·sigmoid(2t), t = √(2/π)·(x + 0.044715·x³)
+            acc = acc / (1 + tl.exp(-1.5957691216057308 * (acc + 0.044715 * acc * acc * acc)))
         out = acc.to(c_ptr.dtype.element_ty)
         if C_BY_TMA:
             left, right = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))

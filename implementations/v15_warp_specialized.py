@@ -82,10 +82,11 @@ class Tile(NamedTuple):
         """A producer warpgroup and BM / 64 consumer warpgroups."""
         return 128 + 2 * self.BM
 
-    def kernel(self, dtype: torch.dtype, layout: str = "nn") -> str:
-        """The kernel for this dtype and layout ("nn", "nt", "tn", "tt": which operands are transposed)."""
+    def kernel(self, dtype: torch.dtype, layout: str = "nn", epilogue: str = "NoEpilogue") -> str:
+        """The kernel for this dtype and layout ("nn", "nt", "tn", "tt": which operands are transposed), applying
+        `epilogue` (a C++ type: v17 instantiates this kernel with its own) before it stores C."""
         a_t, b_t = (int(op == "t") for op in layout)
-        return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))},{a_t},{b_t}>"
+        return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue}>"
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
@@ -176,17 +177,20 @@ TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
 
 
 def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = None,
-                     timeline: torch.Tensor | None = None):
+                     timeline: torch.Tensor | None = None, epilogue: str = "NoEpilogue",
+                     bias: torch.Tensor | None = None, source: CudaSource = KERNELS):
     """One CUDA candidate on a problem's prepared tensor maps (the search times these; the tests check each).
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
     or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
     `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (python -m implementations.tools.timeline).
+    `epilogue`: the C++ type the kernel applies before it stores C, reading `bias` (N elements of C's type)
+    where it adds one, from `source` (v17's .cu instantiates this kernel with its epilogues).
     """
     smem = shared_bytes(tile)
-    kernel = tile.kernel(c.dtype, problem.layout)
+    kernel = tile.kernel(c.dtype, problem.layout, epilogue)
     if clusters is None:
-        clusters = resident_clusters(kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
+        clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
     clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
     c_map, c_by_tma = c_tensor_map(c, (64, 64), problem.a_map)  # box: 64 columns × 64 rows, half a consumer's block
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
@@ -198,14 +202,18 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
         timeline = torch.empty(0, device=c.device, dtype=torch.int64)  # no elements: a null pointer, no stamps
     elif timeline.numel() < clusters * tile.CLUSTER_M * TIMELINE_SLOTS or timeline.dtype != torch.int64:
         raise ValueError(f"timeline: int64, {TIMELINE_SLOTS} per CTA of the {clusters * tile.CLUSTER_M}")
+    if bias is None:
+        bias = torch.empty(0, device=c.device, dtype=c.dtype)  # a null pointer: the default epilogue reads none
     sizes = (problem.M, problem.N, problem.K, problem.products, problem.a_step, problem.b_step)
-    return bind(KERNELS, kernel, (clusters * tile.CLUSTER_M,), (tile.threads,),
-                (problem.a_map, problem.b_map, c_map, c, *map(np.int32, sizes), c_by_tma, partials, flags, timeline),
+    return bind(source, kernel, (clusters * tile.CLUSTER_M,), (tile.threads,),
+                (problem.a_map, problem.b_map, c_map, c, *map(np.int32, sizes), c_by_tma, partials, flags, timeline,
+                 bias),
                 shared_mem=smem)
 
 
 @functools.cache
-def resident_clusters(name: str, device: torch.device, cluster: int, smem: int, threads: int) -> int:
+def resident_clusters(source: CudaSource, name: str, device: torch.device, cluster: int, smem: int,
+                      threads: int) -> int:
     """How many clusters of this kernel fit on the GPU at once (the persistent grid's size).
 
     Not simply SMs / cluster: the CTAs of a cluster must sit in one GPC, and an H100's GPCs hold
@@ -214,7 +222,7 @@ def resident_clusters(name: str, device: torch.device, cluster: int, smem: int, 
     """
     from cuda.bindings import driver
 
-    kernel = KERNELS.function(name, device.index)  # compiled here rather than at the first launch
+    kernel = source.function(name, device.index)  # compiled here rather than at the first launch
     cupy = kernel_cupy()
     pointer = function_pointer(kernel)
     cupy.cuda.driver.funcSetAttribute(pointer, cupy.cuda.driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, smem)

@@ -14,6 +14,18 @@ __device__ __forceinline__ unsigned pack2(float lo, float hi) {
     return r;
 }
 
+// One element as a float (bf16 is the upper half of an fp32).
+template <int IS_BF16>
+__device__ __forceinline__ float to_float(unsigned short x) {
+    if constexpr (IS_BF16) {
+        return __uint_as_float(static_cast<unsigned>(x) << 16);
+    } else {
+        float r;
+        asm("cvt.f32.f16 %0, %1;\n" : "=f"(r) : "h"(x));
+        return r;
+    }
+}
+
 // C[row][col], C[row][col + 1] from one accumulator pair, masked at the edges; one 4-byte store when
 // both are inside and the pair is 4-byte aligned (N even).
 template <int IS_BF16>

@@ -6,7 +6,7 @@
 // row-major, or (A_T) the transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one.
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, A_T, B_T>; tile BM×BN×BK = 128×BN×64,
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, A_T, B_T, Epilogue>; tile BM×BN×BK = 128×BN×64,
 // BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128)
 // for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads (a
 // producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
@@ -14,7 +14,9 @@
 // BM / 4 KB for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and `flags`
 // BM / 64 zeroed ints per CTA (left zeroed). `timeline`:
 // null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
-// them). Needs sm_90a.
+// them). `Epilogue` (default NoEpilogue: none) is what a consumer does to its accumulators before it stores
+// them (v17 instantiates this kernel with a bias and activations); `bias`: null, or N elements of C's type
+// when the epilogue adds one. Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -87,6 +89,42 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned
     };
     auto origin = [&](int half, int box) { return make_int3(col0 + 128 * half + 64 * box, row0, product); };
     store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
+}
+
+// The epilogue hook: what a consumer warpgroup does to its accumulators, in registers, before either store
+// path writes them. An epilogue is a type with BIAS (add bias[column] first) and apply(x) (then this, to
+// every element); the default does nothing, and compiles to nothing.
+struct NoEpilogue {
+    static constexpr bool BIAS = false;
+    __device__ static float apply(float x) { return x; }
+};
+
+// The accumulator fragment (see store_accumulators): thread t holds columns col0 + 8j + 2·(t % 4) and the
+// next, each in two rows, so it reads the bias of its columns once per tile (the bias is a row vector: the
+// same for every row) and adds it to both. Pairs are read as one 4-byte load where the bias allows it.
+template <typename Epilogue, int IS_BF16, int R>
+__device__ __forceinline__ void apply_epilogue(float (&d)[R], const unsigned short* __restrict__ bias, int N,
+                                               int col0) {
+    const int col = col0 + 2 * (threadIdx.x % 4);
+    const bool pairs = (reinterpret_cast<u64>(bias) & 3) == 0;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+        if constexpr (Epilogue::BIAS) {
+            const int n = col + 8 * j;
+            float lo = 0.0f, hi = 0.0f;
+            if (n + 1 < N && pairs) {
+                const unsigned two = *reinterpret_cast<const unsigned*>(bias + n);
+                lo = to_float<IS_BF16>(static_cast<unsigned short>(two & 0xFFFF));
+                hi = to_float<IS_BF16>(static_cast<unsigned short>(two >> 16));
+            } else if (n < N) {
+                lo = to_float<IS_BF16>(bias[n]);
+                if (n + 1 < N) hi = to_float<IS_BF16>(bias[n + 1]);
+            }
+            d[4 * j] += lo, d[4 * j + 1] += hi, d[4 * j + 2] += lo, d[4 * j + 3] += hi;
+        }
+#pragma unroll
+        for (int i = 4 * j; i < 4 * j + 4; ++i) d[i] = Epilogue::apply(d[i]);
+    }
 }
 
 // A flag in global memory between CTAs: the release orders the warpgroup's earlier writes (through the
@@ -202,12 +240,14 @@ struct Timeline {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int A_T, int B_T>
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int A_T, int B_T,
+          typename Epilogue = NoEpilogue>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 ? 2 : 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
-                     int* __restrict__ flags, unsigned long long* __restrict__ timeline) {
+                     int* __restrict__ flags, unsigned long long* __restrict__ timeline,
+                     const unsigned short* __restrict__ bias) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
     constexpr int BK = V15_BK, CONSUMERS = BM / 64, B_BOXES = BN / 64, A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2;
@@ -349,7 +389,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                     begin = end;
                 }
             }
-            // ---- 4. write back, while the producer already fills the ring with the next tile ----
+            // ---- 4. the epilogue in registers (v17's bias and activation; none here), then write back, while the
+            //         producer already fills the ring with the next tile ----
+            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
             const int row0 = tile_m * BM + (warpgroup - 1) * 64;
             if (c_by_tma) {
                 store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,

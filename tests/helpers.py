@@ -16,14 +16,14 @@ _seeds = itertools.count(1000)
 
 
 def checked_run(variant, lang, shape, device, dtype="fp32", inputs="normal", layout="nn", batch=0,
-                **config) -> bench.Result:
-    """Fresh inputs, NaN-poisoned output, one run, both checks, a second run on new inputs checked again:
-    what compare.py does, minus timing."""
+                epilogue="none", **config) -> bench.Result:
+    """Fresh inputs (and bias), NaN-poisoned output, one run, both checks, a second run on new inputs checked
+    again: what compare.py does, minus timing."""
     return bench.measure(
         rung=variant.tag, name=variant.name, config=str(config), impl=lang, precision=PRECISIONS[dtype],
         shape=shape, device=torch.device(device), seed=next(_seeds),
-        prepare=lambda a, b: variant.prepare(lang, a, b, **config), expect_wrong=variant.expect_wrong, inputs=inputs,
-        layout=layout, batch=batch)
+        prepare=lambda a, b, **fused: variant.prepare(lang, a, b, **fused, **config),
+        expect_wrong=variant.expect_wrong, inputs=inputs, layout=layout, batch=batch, epilogue=epilogue)
 
 
 def rung_configs(langs=("cuda", "triton")):

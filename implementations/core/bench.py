@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .check import Precision, check, make_inputs, poison
+from .check import EPILOGUES, Precision, check, make_bias, make_inputs, poison
 from .registry import Prepared
 from .search import TunedRun
 from .traffic import predicted_bytes
-from .validate import Refused, batch_of
+from .validate import Refused, batch_of, check_bias
 
 STATUS_OK = "ok"
 STATUS_WRONG = "WRONG"
@@ -47,11 +47,12 @@ class TimingOptions:
     min_runs: int = 10  # slow kernels still get this many timed runs
 
 
-def size_label(shape: tuple[int, int, int], layout: str = "nn", batch: int = 0) -> str:
-    """"4096x4096x4096"; with a batch and a layout other than nn: "64×(512x512x512) tn"."""
+def size_label(shape: tuple[int, int, int], layout: str = "nn", batch: int = 0, epilogue: str = "none") -> str:
+    """"4096x4096x4096"; with a batch, a layout other than nn and an epilogue: "64×(512x512x512) tn bias+gelu"."""
     size = "x".join(map(str, shape))
     size = f"{batch}×({size})" if batch else size
-    return size if layout == "nn" else f"{size} {layout}"
+    return " ".join(part for part in (size, layout if layout != "nn" else "", epilogue if epilogue != "none" else "")
+                    if part)
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Result:
     tflops: float | None = None
     pct_cublas: float | None = None
     speedup_cpu: float | None = None  # the CPU baseline's time over this one's
+    speedup_unfused: float | None = None  # the unfused torch sequence's time over this one's (with an epilogue)
     tile: str = ""  # BMxBN: the block tile behind traffic_bytes
     traffic_bytes: int | None = None  # global traffic the tile implies (traffic.py)
     registers: int | None = None
@@ -89,11 +91,12 @@ class Result:
     compile_s: float | None = None
     layout: str = "nn"  # op(A) op(B) (check.LAYOUTS)
     batch: int = 0  # products in the batch; 0: one product of two matrices
+    epilogue: str = "none"  # C = act(A @ B + bias) (check.EPILOGUES)
     samples: list[float] = field(default_factory=list, repr=False)  # every timed sample (ms); not written out
 
     @property
     def size(self) -> str:
-        return size_label((self.M, self.N, self.K), self.layout, self.batch)
+        return size_label((self.M, self.N, self.K), self.layout, self.batch, self.epilogue)
 
     @property
     def flops(self) -> float:
@@ -194,7 +197,7 @@ def measure(
     device: torch.device, seed: int, prepare: Callable[[torch.Tensor, torch.Tensor], Prepared],
     expect_wrong: str = "", timing: TimingOptions | None = None, cublas_ms: float | None = None,
     cpu_ms: float | None = None, tile_of: Callable[[Callable], tuple[int, int] | None] | None = None,
-    inputs: str = "normal", layout: str = "nn", batch: int = 0,
+    inputs: str = "normal", layout: str = "nn", batch: int = 0, epilogue: str = "none", unfused_ms: float | None = None,
 ) -> Result:
     """Check one implementation on fresh inputs and, if it passed, time it, then check it again.
 
@@ -202,18 +205,20 @@ def measure(
     inputs written into the operands the run reads: a kernel that is right once and wrong later (state
     not reset between calls, a race that shows under load) or that returns a cached output fails it.
     `tile_of(run)`: the block tile the prepared run computes with (asked after the first call, when an
-    autotuned run has chosen), for the traffic model.
+    autotuned run has chosen), for the traffic model. With an epilogue (C = act(A @ B + bias)), `prepare` is
+    also given `epilogue=` and a fresh `bias=`.
     """
     M, N, K = shape
     result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed, inputs=inputs, layout=layout,
-                    batch=batch)
+                    batch=batch, epilogue=epilogue)
     exact = inputs == "integers"
     try:
         a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch)
-        prepared = prepare(a, b)
+        bias = make_bias(N, K, precision, device, seed, inputs) if EPILOGUES[epilogue].bias else None
+        prepared = prepare(a, b, **({} if epilogue == "none" else {"epilogue": epilogue, "bias": bias}))
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
-        outcome = check(prepared.out.to(a.device), a, b, precision, exact)
+        outcome = check(prepared.out.to(a.device), a, b, precision, exact, epilogue, bias)
         if device.type == "cuda":  # the first call compiled (or loaded from disk cache) and ran; this one only runs
             _, second_s = _wall(prepared.run, device)
             result.compile_s = max(first_s - second_s, 0.0)
@@ -252,11 +257,11 @@ def measure(
             result.status, result.note = STATUS_ERROR, f"checked ok, then timing failed: {_one_line(exc)}"
             return result
         result.timing = timing.mode
-        summarize(result, cublas_ms, cpu_ms)
+        summarize(result, cublas_ms, cpu_ms, unfused_ms)
     else:
         prepared.run()
     try:
-        again = recheck(prepared, (a, b), precision, device, seed, inputs)
+        again = recheck(prepared, (a, b), precision, device, seed, inputs, epilogue, bias)
     except Exception as exc:
         result.status, result.note = STATUS_ERROR, f"checked ok, then failed on new inputs: {_one_line(exc)}"
         return result
@@ -273,24 +278,28 @@ def record_check(result: Result, outcome) -> None:
 
 
 def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precision: Precision,
-            device: torch.device, seed: int, inputs: str):
+            device: torch.device, seed: int, inputs: str, epilogue: str = "none", given_bias: torch.Tensor | None = None):
     """New inputs written into the operands the run reads (`given`, the ones it was prepared with, unless
-    it says otherwise), the output poisoned, one more call, checked."""
+    it says otherwise) and into the bias it reads, the output poisoned, one more call, checked."""
     (M, K), N = given[0].shape[-2:], given[1].shape[-1]
     batch = batch_of(*given)
     a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs, batch=batch)
     a, b = (new if old.dim() == new.dim() else new[0] for old, new in zip(given, (a, b)))  # a shared 2-D operand
     for old, new in zip(prepared.operands or given, (a, b)):
         old.copy_(new)  # into the strides the run reads (a transposed view stays one)
+    bias = None
+    if given_bias is not None:
+        bias = make_bias(N, K, precision, device, seed + RECHECK_SEED, inputs)
+        (prepared.bias if prepared.bias is not None else given_bias).copy_(bias)
     poison(prepared.out)
     prepared.run()
-    return check(prepared.out.to(a.device), a, b, precision, inputs == "integers")
+    return check(prepared.out.to(a.device), a, b, precision, inputs == "integers", epilogue, bias)
 
 
 RECHECK_SEED = 1_000_003  # the second check's inputs: the case's seed plus this
 
 
-def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None) -> None:
+def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None, unfused_ms: float | None = None) -> None:
     """The figures of result.samples: median, 20-80 percentile spread, TFLOP/s, ratios to the baselines."""
     samples = np.asarray(result.samples)
     result.ms = float(np.median(samples))
@@ -299,6 +308,7 @@ def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None) -> 
     result.tflops = result.flops / (result.ms * 1e-3) / 1e12 if result.ms > 0 else math.inf
     result.pct_cublas = 100.0 * cublas_ms / result.ms if cublas_ms else None
     result.speedup_cpu = cpu_ms / result.ms if cpu_ms else None
+    result.speedup_unfused = unfused_ms / result.ms if unfused_ms else None
 
 
 def pool(first: Result, later: Result) -> None:
@@ -312,23 +322,69 @@ def pool(first: Result, later: Result) -> None:
     first.error, first.bound, first.unwritten = later.error, later.bound, later.unwritten
     first.samples = []
     first.ms = first.ms_p20 = first.ms_p80 = first.runs = first.tflops = first.pct_cublas = first.speedup_cpu = None
+    first.speedup_unfused = None
 
 
-def cublas_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:
-    """The baseline: torch.matmul into a preallocated output (cuBLAS on a GPU: transposed views and batches
-    are read in place, a batch through its batched GEMM)."""
+# What the cuBLAS baseline calls for each epilogue: the bias and the activation handed to cuBLASLt's fused
+# epilogue (torch._addmm_activation: GELU in the tanh form on CUDA), one product at a time.
+CUBLAS_CALLS = {"none": "torch.matmul", "bias": "torch.addmm", "bias+relu": "torch._addmm_activation",
+                "bias+gelu": "torch._addmm_activation(use_gelu=True)"}
+
+
+def _output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    c = torch.empty((*batch, a.shape[-2], b.shape[-1]), dtype=a.dtype, device=a.device)
+    return torch.empty((*batch, a.shape[-2], b.shape[-1]), dtype=a.dtype, device=a.device)
 
-    def run():
-        torch.matmul(a, b, out=c)
+
+def cublas_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None
+                   ) -> Prepared:
+    """The baseline: cuBLAS through torch into a preallocated output (CUBLAS_CALLS): transposed views are
+    read in place, a batch through the batched GEMM; with an epilogue, one call with it fused (2-D only)."""
+    epi = EPILOGUES[epilogue]
+    c = _output(a, b)
+    check_bias(bias, a, c.shape[-1], epi.bias)
+    if epilogue == "none":
+        def run():
+            torch.matmul(a, b, out=c)
+    elif c.dim() == 3:
+        raise Refused(f"{CUBLAS_CALLS[epilogue]} fuses an epilogue into one product (2-D operands), not a batch; "
+                      "the unfused row runs the batch")
+    elif not epi.activation:
+        def run():
+            torch.addmm(bias, a, b, out=c)
+    else:
+        def run():
+            torch._addmm_activation(bias, a, b, use_gelu=epi.activation == "gelu", out=c)
 
     return Prepared(run, c, (a, b))
 
 
-def cpu_prepare(a: torch.Tensor, b: torch.Tensor) -> Prepared:
-    """The CPU baseline: torch.matmul on host copies of the operands (copied here, not in the timed call)."""
-    return cublas_prepare(a.cpu(), b.cpu())
+def unfused_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None
+                    ) -> Prepared:
+    """The epilogue as torch code writes it, F.gelu(a @ b + bias, approximate="tanh"): C = A @ B (cuBLAS), then
+    C += bias and C = act(C), in place: each pass after the product reads C and writes it once more."""
+    epi = EPILOGUES[epilogue]
+    c = _output(a, b)
+    check_bias(bias, a, c.shape[-1], epi.bias)
+
+    def run():
+        torch.matmul(a, b, out=c)
+        if epi.bias:
+            c.add_(bias)
+        if epi.activation == "relu":
+            c.relu_()
+        elif epi.activation == "gelu":
+            torch.ops.aten.gelu_(c, approximate="tanh")
+
+    return Prepared(run, c, (a, b))
+
+
+def cpu_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None
+                ) -> Prepared:
+    """The CPU baseline: torch on host copies of the operands (copied here, not in the timed call), the
+    epilogue unfused (torch._addmm_activation on the CPU computes GELU in its erf form)."""
+    host_bias = None if bias is None else bias.cpu()
+    return unfused_prepare(a.cpu(), b.cpu(), epilogue, host_bias)._replace(bias=host_bias)
 
 
 def cpu_seconds_estimate(M: int, N: int, K: int, precision: Precision, probe: int = 512) -> float:

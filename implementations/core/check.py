@@ -13,11 +13,19 @@ Componentwise, for every element, with M = |A|·|B| (the sum of the absolute pro
   16-bit and tf32 products are exact in fp32, and an FMA rounds once;
 - K such terms summed in fp32 in any order (split-K, stream-K and tensor-core trees included) are off
   by at most γ_K times the sum of their absolute values (Higham, Accuracy and Stability, eq. 3.5);
-- rounding the sum to the output dtype adds u_out·|C| (round to nearest);
+- rounding the sum to the output dtype adds u_out·|C| (round to nearest), and below the dtype's normal
+  range half its subnormal spacing;
 - c = 2 covers adders that align to the largest term and truncate (as measured on NVIDIA tensor cores)
   and the float64 reference's own rounding, which is 2^-29 times smaller than u_acc.
 This is a worst case, not a tuned tolerance: a wrong element of any size that matters breaks it, and the
 report names the worst element (index, value, reference, limit).
+
+An epilogue C = act(A @ B + bias) (EPILOGUES) keeps both bounds: the bias is one more term of the
+sum (A @ B + bias = [A 1] @ [B; bias]: K + 1 terms, |bias| joins |A|·|B|), an activation with slope at
+most L multiplies the error of its argument by at most L (ReLU 1, GELU 1.13), and GELU evaluated in
+fp32 as x·sigmoid(2t), t = √(2/π)·(x + 0.044715·x³) (torch's tanh form, rewritten), is off by at
+most (12·|t| + 10)·u_acc relative: exp's argument carries about 6 roundings, each growing by |2t| through
+exp, and the add and the division a few more. With integer inputs, ReLU's outputs are exact too.
 
 Inputs (a seed per case, recorded with every result, replays it):
 - normal: standard normal, the usual case;
@@ -25,6 +33,8 @@ Inputs (a seed per case, recorded with every result, replays it):
 - wide: normal times 2^e, e uniform over a dtype-safe range of exponents: a wide dynamic range;
 - integers: small integers, whose exact product every precision represents: the output must equal the
   float64 product rounded to the output dtype, bit for bit.
+The bias (make_bias) is drawn as a row of B is, times the power of two nearest sqrt(K), so that it is as
+large as a typical element of A @ B: a kernel that dropped it would fail.
 """
 
 from __future__ import annotations
@@ -33,6 +43,7 @@ import math
 from dataclasses import dataclass
 
 import torch
+import torch.nn.functional as F
 
 FP32_UNIT_ROUNDOFF = 2.0**-24
 SAFETY = 2.0  # c above
@@ -54,10 +65,20 @@ class Precision:
         """The normwise bound."""
         return 4 * (self.u_in + self.u_out) + 4 * math.sqrt(max(K, 1)) * self.u_acc
 
-    def limits(self, K: int, magnitude: torch.Tensor, ref: torch.Tensor) -> torch.Tensor:
-        """The componentwise bound on |C - C_ref|, element by element (magnitude = |A|·|B|)."""
+    def limits(self, K: int, magnitude: torch.Tensor, ref: torch.Tensor, slope: float = 1.0,
+               evaluation: torch.Tensor | float = 0.0) -> torch.Tensor:
+        """The componentwise bound on |C - C_ref|, element by element (magnitude = |A|·|B|); with an epilogue,
+        `slope` is its activation's largest slope and `evaluation` its fp32 evaluation's relative error."""
         gamma = K * self.u_acc / (1 - K * self.u_acc)
-        return SAFETY * ((4 * self.u_in + gamma) * magnitude + self.u_out * ref.abs())
+        return SAFETY * (slope * (4 * self.u_in + gamma) * magnitude + (self.u_out + evaluation) * ref.abs()
+                         + self.underflow)
+
+    @property
+    def underflow(self) -> float:
+        """Half the spacing of the output dtype's subnormals: rounding a result below its normal range (GELU far
+        below zero) errs by this much at most, not by u_out relative."""
+        info = torch.finfo(self.dtype)
+        return info.smallest_normal * info.eps / 2
 
 
 PRECISIONS = {
@@ -81,6 +102,21 @@ def parse_layout(layout: str) -> str:
     return layout
 
 
+def draw(shape: tuple[int, ...], kind: str, precision: Precision, gen: torch.Generator) -> torch.Tensor:
+    """float32 values of one input kind (see above), on the CPU."""
+    if kind == "normal":
+        return torch.randn(shape, generator=gen)
+    if kind == "positive":
+        return torch.rand(shape, generator=gen)
+    if kind == "wide":
+        e = WIDE_EXPONENTS[precision.name]
+        scale = torch.randint(-e, e + 1, shape, generator=gen).float().exp2()
+        return torch.randn(shape, generator=gen) * scale
+    if kind == "integers":
+        return torch.randint(-INTEGER_RANGE, INTEGER_RANGE + 1, shape, generator=gen).float()
+    raise ValueError(f"unknown input kind {kind!r}; choose from {', '.join(INPUTS)}")
+
+
 def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int, kind: str = "normal",
                 layout: str = "nn", batch: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
     """Fresh A (M×K) and B (K×N) of one input kind (see above), `batch` of each when batch > 0; the seed is
@@ -92,31 +128,76 @@ def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int,
     gen = torch.Generator(device="cpu").manual_seed(seed)
     lead = (batch,) if batch else ()
 
-    def draw(rows: int, cols: int) -> torch.Tensor:
-        shape = (*lead, rows, cols)
-        if kind == "normal":
-            return torch.randn(shape, generator=gen)
-        if kind == "positive":
-            return torch.rand(shape, generator=gen)
-        if kind == "wide":
-            e = WIDE_EXPONENTS[precision.name]
-            scale = torch.randint(-e, e + 1, shape, generator=gen).float().exp2()
-            return torch.randn(shape, generator=gen) * scale
-        if kind == "integers":
-            return torch.randint(-INTEGER_RANGE, INTEGER_RANGE + 1, shape, generator=gen).float()
-        raise ValueError(f"unknown input kind {kind!r}; choose from {', '.join(INPUTS)}")
-
     def placed(t: torch.Tensor, op: str) -> torch.Tensor:
         t = t.to(device=device, dtype=precision.dtype)
         return t.mT.contiguous().mT if op == "t" else t
 
     parse_layout(layout)
-    return placed(draw(M, K), layout[0]), placed(draw(K, N), layout[1])
+    return (placed(draw((*lead, M, K), kind, precision, gen), layout[0]),
+            placed(draw((*lead, K, N), kind, precision, gen), layout[1]))
 
 
-def reference(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """A @ B in float64 on the operands' device (a batch of products for 3-D operands)."""
-    return a.double() @ b.double()
+BIAS_SEED = 7_919  # the bias's seed: the case's seed plus this
+
+
+def make_bias(N: int, K: int, precision: Precision, device, seed: int, kind: str = "normal") -> torch.Tensor:
+    """A fresh bias for C's N columns, in the operands' dtype: one input kind's values (see above) times the
+    power of two nearest sqrt(K), as large as a typical element of A @ B (and as exact as the operands)."""
+    gen = torch.Generator(device="cpu").manual_seed(seed + BIAS_SEED)
+    scale = 2.0 ** round(math.log2(math.sqrt(max(K, 1))))
+    return (draw((N,), kind, precision, gen) * scale).to(device=device, dtype=precision.dtype)
+
+
+@dataclass(frozen=True)
+class Epilogue:
+    """What a kernel applies to A @ B in registers before it stores C: a bias (a row vector) and an activation."""
+
+    name: str
+    bias: bool
+    activation: str = ""  # "", "relu" or "gelu" (torch's tanh form)
+    slope: float = 1.0  # the activation's largest slope (check above)
+    exact: bool = True  # integer inputs give outputs exact to the last bit
+
+    def apply(self, x: torch.Tensor, bias: torch.Tensor | None) -> torch.Tensor:
+        """act(x + bias) in x's dtype."""
+        return self.activate(x + bias.to(x.dtype) if self.bias else x)
+
+    def activate(self, x: torch.Tensor) -> torch.Tensor:
+        if self.activation == "relu":
+            return F.relu(x)
+        if self.activation == "gelu":
+            return F.gelu(x, approximate="tanh")
+        return x
+
+    def evaluation(self, pre: torch.Tensor) -> torch.Tensor | float:
+        """The relative error of the activation evaluated in fp32 at `pre` = A @ B + bias (check above)."""
+        if self.activation != "gelu":
+            return 0.0
+        t = math.sqrt(2 / math.pi) * (pre + 0.044715 * pre**3)
+        return (12 * t.abs() + 10) * FP32_UNIT_ROUNDOFF
+
+
+EPILOGUES = {
+    e.name: e
+    for e in (
+        Epilogue("none", bias=False),
+        Epilogue("bias", bias=True),
+        Epilogue("bias+relu", bias=True, activation="relu"),
+        Epilogue("bias+gelu", bias=True, activation="gelu", slope=1.13, exact=False),
+    )
+}
+
+
+def parse_epilogue(name: str) -> Epilogue:
+    if name not in EPILOGUES:
+        raise ValueError(f"unknown epilogue {name!r}; choose from {', '.join(EPILOGUES)} (C = act(A @ B + bias), "
+                         "gelu in torch's tanh form)")
+    return EPILOGUES[name]
+
+
+def reference(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None) -> torch.Tensor:
+    """act(A @ B + bias) in float64 on the operands' device (a batch of products for 3-D operands)."""
+    return EPILOGUES[epilogue].apply(a.double() @ b.double(), bias)
 
 
 def magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -183,19 +264,26 @@ def compare(c: torch.Tensor, ref: torch.Tensor, bound: float) -> CheckOutcome:
     return CheckOutcome(error, bound, unwritten)
 
 
-def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precision, exact: bool = False) -> CheckOutcome:
-    """C against A @ B: normwise and componentwise (exact: C must be the float64 product rounded to C's dtype)."""
-    ref = reference(a, b)
-    K = a.shape[-1]
+def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precision, exact: bool = False,
+          epilogue: str = "none", bias: torch.Tensor | None = None) -> CheckOutcome:
+    """C against act(A @ B + bias): normwise and componentwise (exact: C must be the float64 result rounded to
+    C's dtype, where the epilogue keeps integer inputs exact)."""
+    epi = EPILOGUES[epilogue]
+    pre = reference(a, b, "bias" if epi.bias else "none", bias)
+    ref = epi.activate(pre)
+    K = a.shape[-1] + epi.bias  # the bias is one more term of the sum
     normwise = compare(c, ref, precision.bound(K))
     if c.numel() == 0:
         return normwise
     got = c.double()
-    if exact:
+    if exact and epi.exact:
         limit = torch.zeros_like(ref)
         outside = got != ref.to(c.dtype).double()
     else:
-        limit = precision.limits(K, magnitude(a, b), ref)
+        size = magnitude(a, b)
+        if epi.bias:
+            size += bias.double().abs()  # in place: the check's float64 M×N tensors are what limits the size
+        limit = precision.limits(K, size, ref, epi.slope, epi.evaluation(pre))
         outside = ~((got - ref).abs() <= limit)  # NaN counts as outside
     ratio = torch.where(torch.isnan(got), torch.inf, (got - ref).abs() / limit.clamp_min(torch.finfo(torch.float64).tiny))
     index = tuple(int(i) for i in torch.unravel_index(torch.argmax(ratio), c.shape))

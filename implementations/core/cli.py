@@ -21,8 +21,9 @@ from ..tools import lessons, ncu, plots, profile, sanitize
 from .check import INPUTS, PRECISIONS
 from .env import end_of_run, environment, set_fp32_matmul
 from .registry import LANGS, Variant, all_variants, config_label, select
-from .tasks import (BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task, parse_impls, parse_layouts, parse_modules,
-                    parse_rungs, parse_sizes, parse_sweep, plan, positive, skip_reason)
+from .tasks import (BASELINE_PREPARE, BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task,
+                    baseline_label, parse_epilogues, parse_impls, parse_layouts, parse_modules, parse_rungs,
+                    parse_sizes, parse_sweep, plan, positive, skip_reason)
 from .traffic import run_tile
 
 DEFAULT_GPU_SIZES = "4096"
@@ -36,6 +37,7 @@ examples:
   python compare.py --rungs 2-3 --sizes 1024,2048x512x4096
   python compare.py --impl triton,cublas --timing graph --sizes 256,512
   python compare.py --dtype bf16 --rungs 14,15 --sizes 8192 --rounds 3   clock drift shared out
+  python compare.py --dtype bf16 --rungs 17 --epilogue bias+gelu --sizes 8192x8192x4096,4096
   python compare.py --list
   python compare.py --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --plots out/
   python compare.py --rungs 11,15 --sizes 256,512,1024,2048,4096,8192 --json out/sweep.json --plots out/
@@ -74,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help='rungs by number, name or range: "3", "v03", "smem_tiling", "1-3", "1,3-4" (default: all)')
     p.add_argument("--impl", type=parse_impls, default=IMPLS, metavar="LIST",
                    help="comma-separated: cuda, triton, cublas, cpu (torch on the host, the baseline the GPU "
-                        "speedup is taken over) (default: all four)")
+                        "speedup is taken over), unfused (with --epilogue: torch's unfused sequence) (default: all)")
     p.add_argument("--sizes", type=parse_sizes, default=None, metavar="LIST",
                    help=f"N for N³ or MxNxK, comma-separated (default: {DEFAULT_GPU_SIZES} on a GPU, "
                         f"{DEFAULT_CPU_SIZES} in the interpreter)")
@@ -87,6 +89,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="B products of the --sizes matrices each, in one call (cuBLAS: torch.matmul on 3-D "
                         "operands, its batched GEMM); a rung without a batched kernel launches once per matrix "
                         "inside its timed call, saying so (default: one product)")
+    p.add_argument("--epilogue", type=parse_epilogues, default=("none",), metavar="NAME[,NAME]",
+                   help="C = act(A @ B + bias), comma-separated from none, bias, bias+relu, bias+gelu (GELU in "
+                        "torch's tanh form). cuBLAS fuses it through torch.addmm / torch._addmm_activation (one "
+                        "product only), the unfused row runs torch's sequence (matmul, += bias, activation); "
+                        "rungs that do not fuse it (--list) are skipped (default: none)")
     p.add_argument("--shapes", type=shapes.parse, default=None, metavar="NAME[,NAME]",
                    help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)} "
                         f"({shapes.LIST}: print every shape and where it comes from)")
@@ -186,11 +193,13 @@ def list_rungs() -> str:
         in_place = " / ".join(f"{lang}: {','.join(v.layouts.get(lang, ('nn',)))}" for lang in LANGS
                               if getattr(v, lang) is not None)
         rows.append([v.tag, v.name, v.title, ", ".join(v.dtypes), configs, langs, in_place,
-                     ", ".join(v.batched) or "-", "broken on purpose" if v.expect_wrong else ""])
+                     ", ".join(v.batched) or "-", ", ".join(v.epilogues),
+                     "broken on purpose" if v.expect_wrong else ""])
     table = tabulate(rows, ["rung", "name", "title", "dtypes", "configs", "languages", "layouts read in place",
-                            "batched kernel", ""], disable_numparse=True)
+                            "batched kernel", "epilogues", ""], disable_numparse=True)
     return (table + "\n\nOther layouts are copied to row-major inside the timed call, and a batch without a batched "
-            "kernel is launched once per matrix; the result rows say so.")
+            "kernel is launched once per matrix; the result rows say so. A rung runs only the epilogues it fuses "
+            "(--epilogue); the others are skipped with the reason.")
 
 
 def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: torch.device, seed: int,
@@ -243,38 +252,39 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
                  inputs: str = "normal") -> bench.Result:
     """One task checked and timed; ratios: the baselines' times at this size measured so far ({impl}_ms)."""
     v = task.variant
-    rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
+    rung, name = baseline_label(task.impl, task.epilogue) if v is None else (v.tag, v.name)
+    problem = {"inputs": inputs, "layout": task.layout, "batch": task.batch, "epilogue": task.epilogue}
     reason = skip_reason(task, dtype, device, cpu_limit_s)
     if reason:
         return bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason,
-                            layout=task.layout, batch=task.batch)
+                            **problem)
+    # the ratios to the baselines measured before this one at this size (never to itself)
+    baselines = {f"{impl}_ms": ratios.get(f"{impl}_ms") for impl in BASELINES if impl != task.impl}
     if v is None:
-        prepare = bench.cpu_prepare if task.impl == "cpu" else bench.cublas_prepare
         return bench.measure(
             rung=rung, name=name, config="", impl=task.impl, precision=precision, shape=task.shape, device=device,
-            seed=seed, prepare=prepare, timing=timing, inputs=inputs, layout=task.layout, batch=task.batch,
-            **({"cpu_ms": ratios.get("cpu_ms")} if task.impl == "cublas" else {}))
+            seed=seed, prepare=BASELINE_PREPARE[task.impl], timing=timing, **problem, **baselines)
 
-    def prepare(a, b):
-        return v.prepare(task.impl, a, b, **task.config)
+    def prepare(a, b, **fused):
+        return v.prepare(task.impl, a, b, **fused, **task.config)
 
     return bench.measure(
         rung=v.tag, name=v.name, config=config_label(task.config), impl=task.impl, precision=precision,
         shape=task.shape, device=device, seed=seed, prepare=prepare, expect_wrong=v.expect_wrong, timing=timing,
-        tile_of=lambda run: run_tile(v, task.config, run), cublas_ms=ratios.get("cublas_ms"),
-        cpu_ms=ratios.get("cpu_ms"), inputs=inputs, layout=task.layout, batch=task.batch)
+        tile_of=lambda run: run_tile(v, task.config, run), **problem, **baselines)
 
 
 def measure_spec(spec: tuple, dtype: str, seed: int, timing, cpu_limit_s: float, ratios: dict,
                  inputs: str) -> bench.Result:
-    """measure_task in a worker process: the task travels as (rung module, config, impl, shape, layout, batch)."""
-    module, config, impl, shape, layout, batch = spec
+    """measure_task in a worker process: the task travels as (rung module, config, impl, shape, layout, batch,
+    epilogue)."""
+    module, config, impl, shape, layout, batch, epilogue = spec
     variant = importlib.import_module(module).VARIANT if module else None
     if torch.cuda.is_available():
         set_fp32_matmul(tf32=dtype == "tf32")
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
-    result = measure_task(Task(variant, config, impl, shape, layout, batch), dtype, PRECISIONS[dtype], device, seed, timing,
-                          cpu_limit_s, ratios, inputs)
+    result = measure_task(Task(variant, config, impl, shape, layout, batch, epilogue), dtype, PRECISIONS[dtype], device,
+                          seed, timing, cpu_limit_s, ratios, inputs)
     if result.status == bench.STATUS_ERROR and isolation.sticky_error(result.note) and impl == "cuda":
         result.note += f"; last CUDA C launch: {cuda_c.LAST_LAUNCH[0]}"
     return result
@@ -287,14 +297,15 @@ def sticky_result(result) -> str:
 
 def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int, *rest) -> bench.Result:
     """One task in the worker's process; a fault, a hang or a crash there becomes this task's result."""
-    spec = (task.variant.module if task.variant else None, task.config, task.impl, task.shape, task.layout, task.batch)
+    spec = (task.variant.module if task.variant else None, task.config, task.impl, task.shape, task.layout, task.batch,
+            task.epilogue)
     outcome = worker.call(measure_spec, spec, dtype, seed, *rest)
     if outcome.kind == "ok":
         return outcome.value
     v = task.variant
-    rung, name = BASELINES[task.impl] if v is None else (v.tag, v.name)
+    rung, name = baseline_label(task.impl, task.epilogue) if v is None else (v.tag, v.name)
     result = bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, seed=seed,
-                          layout=task.layout, batch=task.batch)
+                          layout=task.layout, batch=task.batch, epilogue=task.epilogue)
     if isinstance(outcome.value, bench.Result):
         result = outcome.value
     reason = outcome.value.note if isinstance(outcome.value, bench.Result) else outcome.value
@@ -307,6 +318,7 @@ def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int
     else:
         result.status, result.note = bench.STATUS_ERROR, reason
     result.ms = result.ms_p20 = result.ms_p80 = result.tflops = result.pct_cublas = result.speedup_cpu = None
+    result.speedup_unfused = None
     result.samples = []
     tqdm.write(f"{task.label}: {result.status}: {result.note}", file=sys.stderr)
     return result
@@ -320,8 +332,8 @@ def pool_rounds(group: list[tuple[int, Task]], results: dict[int, bench.Result],
         result = results[i]
         if not (result.samples and result.status == bench.STATUS_OK):
             continue
-        bench.summarize(result, baseline_ms.get("cublas") if task.variant is not None else None,
-                         baseline_ms.get("cpu") if task.impl != "cpu" else None)
+        bench.summarize(result, *(baseline_ms.get(impl) if impl != task.impl else None
+                                  for impl in ("cublas", "cpu", "unfused")))
         result.timing = timing
         if task.variant is None:
             baseline_ms[task.impl] = result.ms
@@ -433,6 +445,10 @@ def main(argv: list[str] | None = None) -> int:
             print(shapes.listing())
             return 0
         args.sizes = shapes.run_sizes(args.shapes)
+    if args.epilogue != ("none",) and (args.nproc or args.distributed or args.sanitize or args.ncu):
+        print("--epilogue runs in the single-GPU comparison only, not with --distributed, --nproc, --sanitize or "
+              "--ncu", file=sys.stderr)
+        return 2
     if args.nproc:
         return distributed.launch(sys.argv[1:] if argv is None else list(argv), args.nproc)
     if args.list:
@@ -481,7 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shapes:
         log.add_section("Shapes", shapes.legend(args.shapes, "github"))
         log.add_records("shapes", [dataclasses.asdict(s) for s in args.shapes])
-    tasks = list(plan(variants, impls, sizes, args.layout, args.batch))
+    tasks = list(plan(variants, impls, sizes, args.layout, args.batch, args.epilogue))
     # The libraries read these at compile time, the searches at their first call, in this process and in the
     # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
     settings = ({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})

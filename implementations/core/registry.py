@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .check import LAYOUTS, PRECISIONS
+from .check import EPILOGUES, LAYOUTS, PRECISIONS, parse_epilogue
 from .cuda_c import CudaSource
 from .search import Search
-from .validate import batch_of, check_operands
+from .validate import batch_of, check_bias, check_operands
 
 RUNG_MODULE = re.compile(r"v(\d{2})_([a-z][a-z0-9_]*)")
 RUNGS_PACKAGE = __package__.rpartition(".")[0]  # "implementations": the rung modules live at its top
@@ -31,6 +31,7 @@ LANGS = ("cuda", "triton")
 # config, checks the config, binds everything a launch needs, and returns a zero-argument `run` that
 # only launches (what the timer times) and returns the compiled kernel (CuPy RawKernel, Triton
 # CompiledKernel, or None under the interpreter) so that the shared layer can report its resources.
+# With an epilogue other than "none" it is also given `epilogue=` (a name of check.EPILOGUES) and `bias=`.
 Launcher = Callable[..., Callable[[], Any]]
 
 
@@ -38,12 +39,13 @@ class Prepared(NamedTuple):
     """A launch with everything allocated: `run()` computes `out` and returns the compiled kernel.
 
     `operands`: the tensors `run` reads A and B from when they are not the ones it was prepared with
-    (copies), so that the check can write fresh inputs into them and run it again."""
+    (copies), so that the check can write fresh inputs into them and run it again; `bias` likewise."""
 
     run: Callable[[], Any]
     out: torch.Tensor
     operands: tuple[torch.Tensor, torch.Tensor] | None = None
     note: str = ""  # what the run does besides the rung's kernel (copies of operands, a launch per matrix)
+    bias: torch.Tensor | None = None  # the bias `run` reads, when it is not the one it was prepared with
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,8 @@ class Variant:
     # The languages whose kernel computes a whole batch in one launch; the others launch once per matrix
     # (inside the timed call, and the result says so).
     batched: tuple[str, ...] = ()
+    # The epilogues (check.EPILOGUES) both languages apply before the store; the others are skipped, with the reason.
+    epilogues: tuple[str, ...] = ("none",)
 
     def __post_init__(self):
         match = RUNG_MODULE.fullmatch(self.stem)
@@ -77,6 +81,9 @@ class Variant:
             raise ValueError(f"{self.module}: unknown dtypes {sorted(unknown)}; known: {sorted(PRECISIONS)}")
         if not self.configs:
             raise ValueError(f"{self.module}: configs needs at least one entry (use ({{}},) for none)")
+        unknown = set(self.epilogues) - set(EPILOGUES)
+        if unknown:
+            raise ValueError(f"{self.module}: unknown epilogues {sorted(unknown)}; known: {', '.join(EPILOGUES)}")
         for lang, layouts in self.layouts.items():
             if lang not in LANGS or "nn" not in layouts or set(layouts) - set(LAYOUTS):
                 raise ValueError(f"{self.module}: layouts maps a language ({', '.join(LANGS)}) to layouts of "
@@ -111,19 +118,24 @@ class Variant:
         return launcher
 
     def prepare(self, lang: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-                **config: int) -> Prepared:
+                epilogue: str = "none", bias: torch.Tensor | None = None, **config: int) -> Prepared:
         """Validate, allocate and bind once; the returned `run` only launches (and does what the kernel
         cannot: the copies of a layout it does not read, a launch per matrix of a batch without a batched
         kernel; both inside the timed call, and named in `Prepared.note`).
 
         a, b: matrices (M×K, K×N) or batches of them (3-D; one may stay 2-D, shared by the batch), each
         row-major or a transposed view of a row-major tensor. `out`: a row-major C to write into (a rank's
-        rows of a gathered C) instead of a new one.
+        rows of a gathered C) instead of a new one. `epilogue`: C = act(A @ B + bias) (check.EPILOGUES), one the
+        rung declares, with `bias` (N elements of the operands' dtype) where it adds one.
         """
         launcher = self.launcher(lang)
         M, N, K = check_operands(
             a, b, dtypes=[PRECISIONS[d].dtype for d in self.dtypes], lang=lang,
             triton_on_cpu=self.triton_interpreted)
+        if parse_epilogue(epilogue).name not in self.epilogues:
+            raise ValueError(f"{self.stem} fuses no {epilogue} epilogue; it applies {', '.join(self.epilogues)}")
+        check_bias(bias, a, N, EPILOGUES[epilogue].bias)
+        fused = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias.detach()}
         batch = batch_of(a, b)
         batched = max(a.dim(), b.dim()) == 3
         a, b = a.detach(), b.detach()
@@ -145,10 +157,10 @@ class Variant:
                  f"{', '.join(self.layouts.get(lang, ('nn',)))} in place; this is {layout_of(a) + layout_of(b)})"
                  ] if copied else []
         if not batched or lang in self.batched:
-            launches = [launcher(*operands, c, **config)]
+            launches = [launcher(*operands, c, **fused, **config)]
         else:
             pick = [(lambda i, t=t: t[i]) if t.dim() == 3 else (lambda i, t=t: t) for t in operands]
-            launches = [launcher(pick[0](i), pick[1](i), c[i], **config) for i in range(batch)]
+            launches = [launcher(pick[0](i), pick[1](i), c[i], **fused, **config) for i in range(batch)]
             notes.append(f"one launch per matrix of the batch of {batch} ({self.stem} {lang} has no batched kernel)")
         copies = [(dst, src) for dst, src in zip(operands, (a, b)) if dst is not src]
         if len(launches) == 1 and not copies:
@@ -190,9 +202,10 @@ class Variant:
                             if callable(obj) and getattr(obj, "__module__", "").startswith(RUNGS_PACKAGE + ".v")}
         return sorted(found, key=lambda m: m.__name__)
 
-    def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, **config: int) -> torch.Tensor:
-        """C = A @ B with this rung's `lang` kernel."""
-        prepared = self.prepare(lang, a, b, **config)
+    def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, epilogue: str = "none",
+               bias: torch.Tensor | None = None, **config: int) -> torch.Tensor:
+        """C = act(A @ B + bias) with this rung's `lang` kernel (C = A @ B without an epilogue)."""
+        prepared = self.prepare(lang, a, b, epilogue=epilogue, bias=bias, **config)
         prepared.run()
         return prepared.out
 

@@ -19,6 +19,7 @@ from tabulate import tabulate
 
 from .bench import Result
 from .cuda_c import PtxasReport
+from .tasks import BASELINES
 
 RESULT_COLUMNS = [f.name for f in fields(Result) if f.name != "samples"] + ["size"]
 
@@ -67,20 +68,22 @@ def _drop_empty_columns(header: list[str], body: list[list[str]]) -> tuple[list[
 
 
 def ladder_table(results: list[Result], fmt: str = "simple") -> str:
-    """One row per rung and config, CUDA C beside Triton; the CPU and cuBLAS baselines first, their
-    figures in the CUDA columns. ×CPU: the CPU baseline's time over the row's."""
-    header = ["rung", "config", "CUDA ms", "CUDA TFLOP/s", "CUDA %cuBLAS", "CUDA ×CPU", "CUDA check",
-              "Triton ms", "Triton TFLOP/s", "Triton %cuBLAS", "Triton ×CPU", "Triton check"]
+    """One row per rung and config, CUDA C beside Triton; the baselines first (CPU, cuBLAS, and with an
+    epilogue the unfused torch sequence), their figures in the CUDA columns. ×CPU, ×unfused: that baseline's
+    time over the row's."""
+    header = ["rung", "config", "CUDA ms", "CUDA TFLOP/s", "CUDA %cuBLAS", "CUDA ×CPU", "CUDA ×unfused", "CUDA check",
+              "Triton ms", "Triton TFLOP/s", "Triton %cuBLAS", "Triton ×CPU", "Triton ×unfused", "Triton check"]
     body = []
     for (rung, name, config), by_impl in _rows_by_rung(results).items():
         row = [f"{rung} {name}", config]
         for impl in ("cuda", "triton"):
-            r = by_impl.get(impl, (by_impl.get("cublas") or by_impl.get("cpu")) if impl == "cuda" else None)
+            baseline = next((by_impl[b] for b in BASELINES if b in by_impl), None)
+            r = by_impl.get(impl, baseline if impl == "cuda" else None)
             if r is None:
-                row += ["", "", "", "", ""]
+                row += ["", "", "", "", "", ""]
             else:
                 row += [_ms(r), _num(r.tflops, ".2f"), _num(r.pct_cublas, ".1f"), _speedup(r.speedup_cpu),
-                        _check(r)]
+                        _num(r.speedup_unfused, ".2f"), _check(r)]
         body.append(row)
     header, body = _drop_empty_columns(header, body)
     return tabulate(body, header, tablefmt=fmt, disable_numparse=True)
@@ -92,7 +95,7 @@ def kernel_table(results: list[Result], fmt: str = "simple") -> str:
               "Triton regs", "Triton smem B", "Triton local B", "Triton compile s"]
     body = []
     for (rung, name, config), by_impl in _rows_by_rung(results).items():
-        if "cublas" in by_impl or "cpu" in by_impl:
+        if any(b in by_impl for b in BASELINES):
             continue
         row = [f"{rung} {name}", config]
         for impl in ("cuda", "triton"):

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 import torch
 
 from . import bench
-from .check import PRECISIONS, parse_layout
+from .check import PRECISIONS, parse_epilogue, parse_layout
 from .registry import Variant, config_label, select
 
-IMPLS = ("cuda", "triton", "cublas", "cpu")
+IMPLS = ("cuda", "triton", "cublas", "cpu", "unfused")
 DEFAULT_TASK_TIMEOUT_S = 300.0  # per implementation and size: far above any correct rung's check and timing
 DEFAULT_CPU_LIMIT_S = 2.0  # the CPU baseline runs at the sizes where one call is estimated to take this long at most
 
@@ -50,6 +50,14 @@ def parse_layouts(text: str) -> tuple[str, ...]:
     layouts = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
     try:
         return tuple(parse_layout(layout) for layout in layouts) or (parse_layout(text),)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def parse_epilogues(text: str) -> tuple[str, ...]:
+    names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
+    try:
+        return tuple(parse_epilogue(name).name for name in names) or (parse_epilogue(text).name,)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
@@ -104,37 +112,49 @@ class Task:
     shape: tuple[int, int, int]
     layout: str = "nn"
     batch: int = 0
+    epilogue: str = "none"
 
     @property
     def case(self) -> tuple:
         """What the tasks of one comparison share: the problem."""
-        return self.shape, self.layout, self.batch
+        return self.shape, self.layout, self.batch, self.epilogue
 
     @property
     def label(self) -> str:
-        size = bench.size_label(self.shape, self.layout, self.batch)
+        size = bench.size_label(self.shape, self.layout, self.batch, self.epilogue)
         if self.variant is None:
             return f"{BASELINES[self.impl][0]} {size}"
         return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
 
 
-BASELINES = {"cpu": ("CPU", "torch.matmul on the host"), "cublas": ("cuBLAS", "torch.matmul")}  # rung, name
+# The baselines, in the order they run (each result's ratios are taken to those before it): rung, name, and
+# how they are prepared (bench.py). The unfused torch sequence runs with an epilogue only.
+BASELINES = {"cpu": ("CPU", "torch on the host"), "cublas": ("cuBLAS", "torch.matmul"),
+             "unfused": ("unfused", "torch: matmul, += bias, activation")}
+BASELINE_PREPARE = {"cpu": bench.cpu_prepare, "cublas": bench.cublas_prepare, "unfused": bench.unfused_prepare}
+
+
+def baseline_label(impl: str, epilogue: str = "none") -> tuple[str, str]:
+    """A baseline's rung and name for this epilogue (the cuBLAS call differs by epilogue)."""
+    rung, name = BASELINES[impl]
+    return rung, bench.CUBLAS_CALLS[epilogue] if impl == "cublas" else name
 
 
 def plan(variants: list[Variant], impls: tuple[str, ...], sizes, layouts: tuple[str, ...] = ("nn",),
-         batch: int = 0) -> Iterator[Task]:
-    """Per size and layout: the baselines first (the rungs' ratios need them), then every rung, config and
-    language."""
+         batch: int = 0, epilogues: tuple[str, ...] = ("none",)) -> Iterator[Task]:
+    """Per size, layout and epilogue: the baselines first (the rungs' ratios need them), then every rung,
+    config and language."""
     for shape in sizes:
         for layout in layouts:
-            for impl in BASELINES:
-                if impl in impls:
-                    yield Task(None, {}, impl, shape, layout, batch)
-            for v in variants:
-                for config in v.configs:
-                    for impl in impls:
-                        if impl not in BASELINES:
-                            yield Task(v, dict(config), impl, shape, layout, batch)
+            for epilogue in epilogues:
+                for impl in BASELINES:
+                    if impl in impls and not (impl == "unfused" and epilogue == "none"):
+                        yield Task(None, {}, impl, shape, layout, batch, epilogue)
+                for v in variants:
+                    for config in v.configs:
+                        for impl in impls:
+                            if impl not in BASELINES:
+                                yield Task(v, dict(config), impl, shape, layout, batch, epilogue)
 
 
 def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:
@@ -148,6 +168,8 @@ def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float
         return ""
     if getattr(v, task.impl) is None:
         return f"no {task.impl} implementation"
+    if task.epilogue not in v.epilogues:
+        return f"fuses no {task.epilogue} epilogue (applies {', '.join(v.epilogues)})"
     if dtype not in v.dtypes:
         return f"supports {', '.join(v.dtypes)} only"
     if device.type == "cuda" and torch.cuda.get_device_capability(device) < v.min_cc:

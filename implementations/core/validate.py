@@ -69,6 +69,21 @@ def batch_of(a: torch.Tensor, b: torch.Tensor) -> int:
     return batches[0] if batches else 0
 
 
+def check_bias(bias, a: torch.Tensor, N: int, needed: bool) -> None:
+    """The epilogue's bias: a contiguous vector of C's N columns, of the operands' dtype and device, given when
+    the epilogue adds one and only then."""
+    if not needed:
+        if bias is not None:
+            raise ValueError("a bias was given, but the epilogue adds none (choose bias, bias+relu or bias+gelu)")
+        return
+    if not isinstance(bias, torch.Tensor):
+        raise TypeError(f"the epilogue adds a bias: give a torch.Tensor of {N} elements, got {type(bias).__name__}")
+    if bias.shape != (N,) or bias.dtype != a.dtype or bias.device != a.device or not bias.is_contiguous():
+        raise ValueError(f"the bias must be a contiguous vector of C's {N} columns, {a.dtype} on {a.device}; got "
+                         f"{tuple(bias.shape)} {bias.dtype} on {bias.device}"
+                         + ("" if bias.is_contiguous() else ", not contiguous"))
+
+
 def check_tile(TILE) -> None:
     """A tile side is a positive Python int (a launch shape and a template or constexpr argument)."""
     if not isinstance(TILE, int) or isinstance(TILE, bool):

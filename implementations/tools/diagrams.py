@@ -985,6 +985,44 @@ def v16(variant: Variant) -> list[Diagram]:
             producer_consumer(variant, tile.STAGES, consumers, True, f"the first candidate, {tile}")]
 
 
+def epilogue_traffic(variant: Variant, shape: tuple[int, int, int] = (8192, 8192, 4096), size: int = 2) -> Diagram:
+    """What fusion saves: the least each kernel of torch's unfused sequence must move through DRAM (its
+    operands read once, its output written once) beside the fused kernel, at one bf16 shape."""
+    M, N, K = shape
+    a, b, c, bias = M * K * size, K * N * size, M * N * size, N * size
+    steps = [("unfused: C = A @ B", [("read A, B", a + b), ("write C", c)]),
+             ("unfused: C += bias", [("read C, bias", c + bias), ("write C", c)]),
+             ("unfused: C = act(C)", [("read C", c), ("write C", c)]),
+             (f"fused ({variant.tag})", [("read A, B, bias", a + b + bias), ("write C", c)])]
+    fig, axes = _figure(1, width=11, height=3.2)
+    ax = axes[0]
+    mib = 2**20
+    for row, (_, parts) in enumerate(steps):
+        x = 0.0
+        for i, (label, nbytes) in enumerate(parts):
+            _box(ax, x, row + 0.15, nbytes / mib, 0.7, fill=FILLS[1 + i], lw=0.6, gid=f"bytes-{row}")
+            ax.text(x + nbytes / mib / 2, row + 0.5, f"{label}: {nbytes / mib:,.0f} MiB", ha="center", va="center",
+                    fontsize=FONT - 1, clip_on=True)
+            x += nbytes / mib
+    unfused = sum(n for _, parts in steps[:3] for _, n in parts)
+    fused = sum(n for _, n in steps[3][1])
+    ax.set_xlim(0, max(a + b + bias + c, 2 * c + bias) / mib * 1.02)
+    ax.set_ylim(len(steps), 0)
+    ax.set_yticks([i + 0.5 for i in range(len(steps))], [name for name, _ in steps], fontsize=FONT)
+    ax.set_xlabel("MiB through DRAM, at least (computed from the shape, not measured)", fontsize=FONT)
+    ax.tick_params(labelsize=FONT)
+    ax.set_title(f"C = act(A @ B + bias), {M}×{N}×{K} bf16: {unfused / mib:,.0f} MiB in three kernels, "
+                 f"{fused / mib:,.0f} MiB fused", fontsize=FONT + 1)
+    fig.suptitle(f"{variant.tag}: what fusing the epilogue saves", fontsize=FONT + 3)
+    caption = (f"{variant.tag}: the least each kernel must read and write through DRAM at {M}×{N}×{K} in bf16, computed "
+               f"from the shape. The unfused sequence (the product, then += bias, then the activation, as torch runs "
+               f"F.gelu(a @ b + bias)) reads and writes all of C once more per pass after the product: "
+               f"{(unfused - fused) / mib:,.0f} MiB more than the fused kernel, which applies the bias and the "
+               f"activation to its accumulators in registers and writes C once. The passes are memory-bound, so "
+               f"their time is about those bytes over the memory bandwidth; the product's flops stay the same.")
+    return Diagram(f"{variant.tag}_traffic", caption, fig, {"unfused": unfused, "fused": fused, "saved": unfused - fused})
+
+
 DIAGRAMS: dict[str, Callable[[Variant], list[Diagram]]] = {
     "v01_naive": naive_access,
     "v02_coalesced": naive_access,
@@ -1002,6 +1040,7 @@ DIAGRAMS: dict[str, Callable[[Variant], list[Diagram]]] = {
     "v14_wgmma_tma": v14,
     "v15_warp_specialized": v15,
     "v16_wgmma_tf32": v16,
+    "v17_fused_epilogue": lambda v: [epilogue_traffic(v)],
 }
 
 

@@ -152,8 +152,8 @@ def main():
     precision = PRECISIONS[args.dtype]
     a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
     c = torch.empty(M, N, device="cuda", dtype=a.dtype)
-    clusters = min(v15.resident_clusters(tile.kernel(a.dtype), a.device, tile.CLUSTER_M, v15.shared_bytes(tile),
-                                          tile.threads),
+    clusters = min(v15.resident_clusters(v15.KERNELS, tile.kernel(a.dtype), a.device, tile.CLUSTER_M,
+                                         v15.shared_bytes(tile), tile.threads),
                    v15.cluster_tiles(M, N, tile))
     timeline = torch.zeros(clusters * tile.CLUSTER_M * v15.TIMELINE_SLOTS, device="cuda", dtype=torch.int64)
     refresh, runs = v15.prepare_cuda(a, b, c, (tile,), timeline=timeline)

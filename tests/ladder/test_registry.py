@@ -72,8 +72,11 @@ def test_cuda_and_triton_share_numbered_phase_comments(variant):
     """Same numbered phases in the .cu and in the Triton kernel's module (a rung whose Triton side
     reuses an earlier rung's kernel unchanged is compared with that kernel). A .cu with one kernel per
     precision (v13) repeats its phases once per kernel. A Gluon kernel (v11) spells out the whole
-    kernel, so its phases are those of the .cu with the .cu files it includes."""
+    kernel, so its phases are those of the .cu with the .cu files it includes. A .cu that defines no kernel
+    and instantiates the kernel of the rung it includes (v17) has that kernel's phases."""
     cu = variant.cuda_source.path.read_text()
+    if "__global__" not in cu:
+        cu = included_rungs(cu)
     module = sys.modules[triton_kernel_home(variant)]
     py = inspect.getsource(module)
     gluon = gluon_sources(module)
@@ -84,7 +87,7 @@ def test_cuda_and_triton_share_numbered_phase_comments(variant):
     kernels = cu.count("__global__")
     assert triton_phases and cuda_phases == triton_phases * kernels
     if gluon:
-        included = "".join((KERNEL_DIR / name).read_text() for name in re.findall(r'#include "(v\d\d_\w+\.cu)"', cu))
+        included = included_rungs(cu)
         gluon_phases = set(re.findall(r"# ---- (\d+)\. ", "".join(gluon)))
         assert gluon_phases == set(re.findall(r"// ---- (\d+)\. ", cu + included))
 
@@ -96,9 +99,17 @@ def test_rungs_that_reuse_a_triton_kernel_say_so():
             assert f"{home.rpartition('.')[2][:3]}'s `" in v.doc, f"{v.stem} must name the kernel it reuses"
 
 
+def included_rungs(cu: str) -> str:
+    """The text of the earlier rungs' .cu files a .cu includes."""
+    return "".join((KERNEL_DIR / name).read_text() for name in re.findall(r'#include "(v\d\d_\w+\.cu)"', cu))
+
+
 @pytest.mark.parametrize("variant", all_variants(), ids=lambda v: v.stem)
 def test_cuda_kernel_names_are_in_the_source(variant):
+    """Every kernel the launcher names is defined in the rung's .cu, or in an earlier rung's .cu it includes and
+    instantiates with types of its own (v17: v15's kernel with its epilogues)."""
     cu = variant.cuda_source.path.read_text()
+    cu += included_rungs(cu)
     for kernel in variant.cuda_source.kernels:
         attributes = r"((__launch_bounds__|__cluster_dims__)\(.*?\)\s+)*"
         assert re.search(rf"__global__ void {attributes}{re.escape(kernel.split('<')[0])}\(", cu)

@@ -396,3 +396,12 @@ def test_the_lesson_page_embeds_every_rungs_pictures(tmp_path):
             assert (tmp_path / "diagrams" / f"{name}.png").is_file()
             assert f"](diagrams/{name}.png)" in md
     assert np.all([p.stat().st_size > 10_000 for p in (tmp_path / "diagrams").glob("*.png")])
+
+
+def test_the_epilogue_traffic_counts_two_passes_over_c(drawn):
+    """v17: the unfused sequence moves A, B, the bias and four more passes of C than the one write the fused
+    kernel needs: two reads and two writes of C more."""
+    d = one(drawn, "v17_fused_epilogue", "_traffic")
+    c = 8192 * 8192 * 2
+    assert d.facts["saved"] == 4 * c and d.facts["fused"] == (8192 * 4096 * 2) * 2 + 8192 * 2 + c
+
