@@ -29,7 +29,7 @@ from implementations import all_variants  # noqa: E402
 from implementations.core import search, tuning_cache  # noqa: E402
 from implementations.core.check import PRECISIONS, make_inputs  # noqa: E402
 from implementations.core.cli import COLD_CACHES  # noqa: E402
-from implementations.core.env import environment, set_fp32_matmul  # noqa: E402
+from implementations.core.env import environment, set_cublas_math  # noqa: E402
 from implementations.core.tasks import Task, parse_sizes, skip_reason  # noqa: E402
 
 HEADER = ["rung", "language", "dtype", "shape", "first call, empty cache (s)", "first call, cache filled (s)",
@@ -40,7 +40,7 @@ def first_call(module: str, lang: str, dtype: str, shape: tuple[int, int, int]) 
     """In this (fresh) process: the seconds the rung's first call takes (binding included), and its
     search's report."""
     variant = importlib.import_module(module).VARIANT
-    set_fp32_matmul(tf32=dtype == "tf32")
+    set_cublas_math(tf32=dtype == "tf32")
     a, b = make_inputs(*shape, PRECISIONS[dtype], "cuda", seed=1)
     torch.cuda.synchronize()
     start = time.perf_counter()

@@ -15,7 +15,7 @@ from tabulate import tabulate
 from triton.testing import do_bench
 
 from implementations.core.check import PRECISIONS, compare, make_inputs, reference
-from implementations.core.env import set_fp32_matmul
+from implementations.core.env import set_cublas_math
 from implementations.v12_wmma import launch_dot
 from implementations.v13_mma_sync import VARIANT as V13
 from implementations.v16_wgmma_tf32 import VARIANT as V16
@@ -32,7 +32,7 @@ def main():
     def cublas(tf32):
         def run():
             torch.matmul(a, b, out=c)
-        return lambda: (set_fp32_matmul(tf32=tf32), run)[1]
+        return lambda: (set_cublas_math(tf32=tf32), run)[1]
 
     def triton(precision):
         return lambda: launch_dot(a, b, c, BLOCK_M=128, BLOCK_N=128, BLOCK_K=32, GROUP_M=8,
@@ -52,7 +52,7 @@ def main():
         torch.cuda.synchronize()
         ms = do_bench(run, warmup=25, rep=200, return_mode="median")
         rows.append([label, f"{compare(out, ref, 1.0).error:.2e}", f"{ms:.3f}", f"{2 * n**3 / ms / 1e9:.0f}"])
-    set_fp32_matmul(tf32=False)
+    set_cublas_math(tf32=False)
     print(f"{n}³ fp32 operands, {torch.cuda.get_device_name()}")
     print(tabulate(rows, ["", "normwise error", "ms", "TFLOP/s"], disable_numparse=True))
 

@@ -23,7 +23,7 @@ from triton.testing import do_bench
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from implementations.core.env import set_fp32_matmul  # noqa: E402
+from implementations.core.env import set_cublas_math  # noqa: E402
 from implementations.core.triton_util import unspecialized  # noqa: E402
 from implementations.v03_smem_tiling import smem_tiling_kernel  # noqa: E402
 from implementations.v10_warptiling import warptiling_kernel  # noqa: E402
@@ -37,7 +37,7 @@ def main() -> int:
     if not torch.cuda.is_available():
         print("needs a CUDA device", file=sys.stderr)
         return 2
-    set_fp32_matmul(tf32=False)
+    set_cublas_math(tf32=False)
     n = args.size
     a, b, c = (torch.randn(n, n, device="cuda") for _ in range(3))
     ms_cublas = do_bench(lambda: torch.matmul(a, b, out=c), rep=200)

@@ -19,7 +19,7 @@ from tqdm import tqdm
 from . import bench, cuda_c, distributed, isolation, report, search, shapes, tuning_cache
 from ..tools import lessons, ncu, plots, profile, sanitize
 from .check import INPUTS, PRECISIONS
-from .env import end_of_run, environment, set_fp32_matmul
+from .env import end_of_run, environment, set_cublas_math
 from .registry import LANGS, Variant, all_variants, config_label, select
 from .tasks import (BASELINE_PREPARE, BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task,
                     baseline_label, parse_epilogues, parse_impls, parse_layouts, parse_modules, parse_rungs,
@@ -281,7 +281,7 @@ def measure_spec(spec: tuple, dtype: str, seed: int, timing, cpu_limit_s: float,
     module, config, impl, shape, layout, batch, epilogue = spec
     variant = importlib.import_module(module).VARIANT if module else None
     if torch.cuda.is_available():
-        set_fp32_matmul(tf32=dtype == "tf32")
+        set_cublas_math(tf32=dtype == "tf32")
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
     result = measure_task(Task(variant, config, impl, shape, layout, batch, epilogue), dtype, PRECISIONS[dtype], device,
                           seed, timing, cpu_limit_s, ratios, inputs)
@@ -475,12 +475,12 @@ def main(argv: list[str] | None = None) -> int:
     if refusal:
         print(refusal, file=sys.stderr)
         return 2
-    fp32_mode = set_fp32_matmul(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
+    cublas_mode = set_cublas_math(tf32=args.dtype == "tf32") if gpu else "n/a (no GPU)"
     env = environment(device)
     if gpu:
         env["copy bandwidth"] = f"{bench.copy_bandwidth(device):.0f} GB/s (read + write, 1 GiB torch copy)"
         env["L2 flush"] = bench.l2_flush(device)
-    env.update({"cuBLAS fp32 setting": fp32_mode, "dtype": args.dtype, "inputs": args.inputs, "seed": str(seed),
+    env.update({"cuBLAS setting": cublas_mode, "dtype": args.dtype, "inputs": args.inputs, "seed": str(seed),
                 "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
                 "timing": timing_description(args) if gpu else "none",
                 "triton mode": "compiled" if gpu else "interpreter (TRITON_INTERPRET=1)",

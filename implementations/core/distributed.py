@@ -50,7 +50,7 @@ from . import IMPORT_ROOT, report, search, shapes
 from .bench import (STATUS_ERROR, STATUS_OK, STATUS_SKIPPED, STATUS_WRONG, FAILED, Result, TimingOptions,
                     _one_line, record_check, time_ms)
 from .check import PRECISIONS, check, make_inputs, poison
-from .env import environment, set_fp32_matmul
+from .env import environment, set_cublas_math
 from .registry import Variant, all_variants, config_label
 
 NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
@@ -374,7 +374,7 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
         return 2
     gpu = rank.device.type == "cuda"
     if gpu:
-        set_fp32_matmul(tf32=args.dtype == "tf32")
+        set_cublas_math(tf32=args.dtype == "tf32")
     timing = TimingOptions("events", args.warmup, args.rep, args.min_runs) if gpu else None
     log = None
     if lead:

@@ -11,14 +11,19 @@ import torch
 
 
 
-def set_fp32_matmul(tf32: bool) -> str:
-    """Set cuBLAS's fp32 mode explicitly (TF32 off for IEEE fp32) and return how, for the record."""
+def set_cublas_math(tf32: bool) -> str:
+    """Set cuBLAS's modes explicitly and return how, for the record: fp32 as TF32 or IEEE, and 16-bit products
+    reduced in fp32 as the rungs do (torch lets cuBLAS reduce split-K partial sums in bf16 or fp16 by default,
+    which fails the check at shapes where it splits K)."""
     matmul = torch.backends.cuda.matmul
+    matmul.allow_bf16_reduced_precision_reduction = False
+    matmul.allow_fp16_reduced_precision_reduction = False
+    reductions = "16-bit reduced-precision reductions off"
     if hasattr(matmul, "fp32_precision"):  # torch >= 2.9
         matmul.fp32_precision = "tf32" if tf32 else "ieee"
-        return f"torch.backends.cuda.matmul.fp32_precision = {matmul.fp32_precision!r}"
+        return f"torch.backends.cuda.matmul.fp32_precision = {matmul.fp32_precision!r}; {reductions}"
     matmul.allow_tf32 = tf32
-    return f"torch.backends.cuda.matmul.allow_tf32 = {tf32}"
+    return f"torch.backends.cuda.matmul.allow_tf32 = {tf32}; {reductions}"
 
 
 def tf32_enabled() -> bool:

@@ -43,7 +43,7 @@ from matplotlib.figure import Figure
 from tabulate import tabulate
 
 from ..core.check import PRECISIONS, check, poison
-from ..core.env import environment, set_fp32_matmul
+from ..core.env import environment, set_cublas_math
 from ..core.registry import Variant, all_variants
 from ..core.search import TunedRun
 from ..core.tasks import Task, skip_reason
@@ -325,7 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     if gpu is None:
         print("No CUDA device: only the CPU series (torch.matmul and torch.bmm on the host) are timed.")
     else:
-        set_fp32_matmul(tf32=False)  # IEEE fp32, as the fp32 rungs compute
+        set_cublas_math(tf32=False)  # IEEE fp32, as the fp32 rungs compute
     env = environment(gpu)
     if gpu is None:
         env["device"] = "no CUDA device: CPU series only"

@@ -34,7 +34,7 @@ import torch
 from ..core.bench import _one_line, cublas_prepare
 from ..core.check import PRECISIONS, make_inputs
 from ..core import tasks
-from ..core.env import set_fp32_matmul
+from ..core.env import set_cublas_math
 from ..core.registry import Variant, config_label, select
 from ..core.traffic import run_tile
 from ..core.validate import Refused
@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
               "compute-sanitizer, and there is none here.", file=sys.stderr)
         return 2
     device = torch.device("cuda", torch.cuda.current_device())
-    set_fp32_matmul(tf32=args.dtype == "tf32")
+    set_cublas_math(tf32=args.dtype == "tf32")
     variants = args.rungs if args.rungs is not None else select()
     if args.config_json is not None:
         variants = [dataclasses.replace(v, configs=(args.config_json,)) for v in variants]

@@ -10,6 +10,7 @@ from implementations import v15_warp_specialized as v15
 from implementations import v17_fused_epilogue as v17
 from implementations.core import bench
 from implementations.core.check import EPILOGUES, PRECISIONS
+from implementations.core.env import set_cublas_math
 
 from ..helpers import candidate, checked_run, gpu_skip_reason, param_id, skip_unless_runnable
 
@@ -134,6 +135,7 @@ def test_layouts_and_batches_with_an_epilogue_on_the_gpu(lang, epilogue):
 def test_the_baselines_compute_the_epilogue(impl, epilogue):
     """cuBLASLt's fused epilogue (torch.addmm, torch._addmm_activation: GELU in the tanh form) and the unfused
     sequence pass the same check as the rung; the fused cuBLAS call refuses a batch, the unfused one runs it."""
+    set_cublas_math(tf32=False)  # as compare.py runs them: 16-bit partial sums reduced in fp32
     prepare = bench.cublas_prepare if impl == "cublas" else bench.unfused_prepare
     for shape in ((1000, 1100, 1028), (97, 64, 130)):
         result = bench.measure(rung=impl, name=impl, config="", impl=impl, precision=PRECISIONS["bf16"], shape=shape,

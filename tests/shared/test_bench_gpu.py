@@ -6,7 +6,7 @@ import torch
 from implementations import select
 from implementations.core import bench
 from implementations.core.check import PRECISIONS, make_inputs, reference
-from implementations.core.env import set_fp32_matmul
+from implementations.core.env import set_cublas_math
 
 pytestmark = pytest.mark.gpu
 
@@ -16,10 +16,10 @@ def test_cublas_baseline_is_ieee_fp32_and_tf32_would_fail_the_fp32_check():
     a, b = make_inputs(2048, 2048, 2048, fp32, "cuda", 5)
     ref = reference(a, b)
     try:
-        set_fp32_matmul(tf32=True)
+        set_cublas_math(tf32=True)
         tf32_error = ((a @ b).double() - ref).norm() / ref.norm()
     finally:
-        set_fp32_matmul(tf32=False)
+        set_cublas_math(tf32=False)
     ieee_error = ((a @ b).double() - ref).norm() / ref.norm()
     assert ieee_error < fp32.bound(2048) < tf32_error
 
