@@ -37,15 +37,20 @@ def test_v15_every_candidate_reads_every_layout_and_batch_in_place(layout, dtype
         for a_batch, b_batch in BATCHES:
             a, _ = make_inputs(M, N, K, precision, "cuda", 31, layout=layout, batch=a_batch)
             _, b = make_inputs(M, N, K, precision, "cuda", 37, layout=layout, batch=b_batch)
-            ref = reference(a, b)
-            c = torch.empty(ref.shape, device="cuda", dtype=a.dtype)
-            refresh, runs = v15.prepare_cuda(a, b, c)
-            for tile, run in runs.items():
-                poison(c)
-                refresh()
-                run()
-                outcome = compare(c, ref, precision.bound(K))
-                assert outcome.ok, (tile, (M, N, K), (a_batch, b_batch), outcome)
+            check_every_candidate(v15, a, b, precision.bound(K), ((M, N, K), (a_batch, b_batch)))
+
+
+def check_every_candidate(v15, a, b, bound, what):
+    """Every CUDA candidate on these operands, each into a NaN-poisoned C, against float64."""
+    ref = reference(a, b)
+    c = torch.empty(ref.shape, device="cuda", dtype=a.dtype)
+    refresh, runs = v15.prepare_cuda(a, b, c)
+    for tile, run in runs.items():
+        poison(c)
+        refresh()
+        run()
+        outcome = compare(c, ref, bound)
+        assert outcome.ok, (tile, what, outcome)
 
 
 def test_v15_a_thousand_tiny_products_in_one_launch():
@@ -54,14 +59,7 @@ def test_v15_a_thousand_tiny_products_in_one_launch():
     v15 = v15_or_skip("bf16")
     precision = PRECISIONS["bf16"]
     a, b = make_inputs(7, 5, 3, precision, "cuda", 41, batch=1000)
-    ref = reference(a, b)
-    c = torch.empty(ref.shape, device="cuda", dtype=a.dtype)
-    refresh, runs = v15.prepare_cuda(a, b, c)
-    for tile, run in runs.items():
-        poison(c)
-        refresh()
-        run()
-        assert compare(c, ref, precision.bound(3)).ok, tile
+    check_every_candidate(v15, a, b, precision.bound(3), "1000×(7x5x3)")
 
 
 STREAM_K_TILES = [(256, 4, 2, 8, 1), (64, 5, 1, 8, 1, 64)]
