@@ -60,7 +60,7 @@ class Result:
     rung: str  # "v03", or "cuBLAS"
     name: str
     config: str
-    impl: str  # "cuda", "triton", "cublas"
+    impl: str  # "cuda", "triton", or a baseline: "cublas", "unfused", "cpu"
     dtype: str
     M: int
     N: int

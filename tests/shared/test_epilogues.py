@@ -43,7 +43,8 @@ def test_the_reference_is_act_of_the_float64_product_plus_the_bias(epilogue):
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_gelu_as_the_kernels_write_it_is_torchs_tanh_gelu_within_its_bound(dtype):
-    """Both kernels compute x / (1 + exp(-2t)) in fp32. Torch's tanh GELU in float64 is that function (up to its
+    """Both kernels compute x / (1 + exp(-2t)) in fp32 (here with torch's CPU exp and division standing in for
+    __expf, __fdividef and tl.exp: the GPU tests check the kernels' own). Torch's tanh GELU in float64 is that function (up to its
     own cancellation in 1 + tanh far below zero, |x|·2^-50 at most); the fp32 evaluation stays within the
     relative bound the check allows (past where fp32 overflows or underflows, below 2^-120), and rounded to the
     dtype, within the dtype's rounding on top (half a subnormal spacing below its normal range)."""
