@@ -147,6 +147,8 @@ def launch_candidate(a, b, c, tile: Tile):
     layout = layout_of(a) + layout_of(b)
     if len(layout) != 2:
         raise ValueError("the v11 CUDA kernels read row-major matrices and transposed views of them, not other strides")
+    if not c.is_contiguous():
+        raise ValueError(f"the v11 CUDA kernels write a contiguous C (matrix after matrix), not strides {c.stride()}")
     products, (M, N, K, *_, a_step, b_step, _) = operand_args(a, b, c)
     y = min(products, MAX_GRID[1])  # a longer batch continues along z
     grid = (*tile.grid(M, N), y, triton.cdiv(products, y))

@@ -50,7 +50,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .core.check import LAYOUTS
 from .core.cuda_c import CudaSource, bind, check_grid, tensor_map
-from .core.registry import Variant
+from .core.registry import Variant, layout_of
 from .v11_autotuned import grouped_tile
 
 BM, BN, BK = 128, 128, 64
@@ -92,7 +92,7 @@ def tma_views(a: torch.Tensor, b: torch.Tensor):
     ones: call it inside the timed run). The padding lies past K or past M or N, where it adds nothing."""
     stored, layout, copies = [], {}, []
     for flag, t in (("A_T", a), ("B_T", b)):
-        transposed = not t.is_contiguous()  # the shared layer hands over row-major matrices or transposed views
+        transposed = layout_of(t) == "t"  # row-major matrices or transposed views (a batch may be strided)
         s = t.mT if transposed else t
         if transposed:
             layout[flag] = True

@@ -64,6 +64,7 @@ from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
+from .core.validate import check_bias
 from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, bind_configs, sm_count, tma_views, zero_product
 
 BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one)
@@ -193,6 +194,7 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     the group ends read on the device); the grid is then as large as the most cluster tiles M rows in that many
     groups can have, so that the launch needs no group sizes from the device.
     """
+    check_bias(bias, c, problem.N, epilogue != "NoEpilogue")  # the kernel reads N elements of it, or none
     smem = shared_bytes(tile)
     kernel = tile.kernel(c.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
     if clusters is None:

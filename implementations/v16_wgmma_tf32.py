@@ -39,8 +39,8 @@ A trap on the CUDA side: wgmma reads a register operand *asynchronously*, until 
 that retires it, but the compiler's liveness ends at the instruction. So each k-block waits for its
 own wgmmas (wait_group 0); the other consumer warpgroup's wgmmas keep the tensor cores busy meanwhile.
 
-Constraints: tf32 on sm_90a. CUDA C reads nn, nt, tt in place, Triton nn, nt (its tt form computed wrong
-results on an H100: docs/notes/v16.md); the rest copy A inside the timed call. Batches in one launch.
+Constraints: tf32 on sm_90a. CUDA C reads nn, nt, tt in place, Triton nn, nt (tt: docs/notes/v16.md); the
+rest copy A inside the timed call. Batches in one launch.
 
 What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS in every
 native layout, with an error a little above cuBLAS's (only the register operand is rounded; the other is

@@ -50,6 +50,7 @@ from .core.triton_util import block_of, describe_config
 from .v14_wgmma_tma import IS_BF16, bind_configs, tma_persistent_kernel
 from .v15_warp_specialized import KERNELS as V15_KERNELS
 from .v15_warp_specialized import CUDA_CANDIDATES, TRITON_CONFIGS, c_descriptor, launch_candidate, tma_problem
+from .v15_warp_specialized import CUDA_SEARCH as V15_CUDA_SEARCH
 
 # The C++ type of each epilogue (kernels_cuda/v17_fused_epilogue.cu; none is v15's default, from v15's .cu).
 CUDA_EPILOGUES = {"none": "NoEpilogue", "bias": "Bias", "bias+relu": "BiasRelu", "bias+gelu": "BiasGelu"}
@@ -76,7 +77,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, epilogue: str = "none", bias=No
                                             source=source) for tile in tiles}
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=V15_CUDA_SEARCH.tile)
 
 
 def fused_epilogue_cuda(a, b, c, epilogue: str = "none", bias=None):

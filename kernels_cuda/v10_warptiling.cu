@@ -67,7 +67,7 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
     //   of one row, no conflict). Rows not ALIGNED: B's chunks go as four 4-byte copies, and a transposed
     //   A's as a float per thread, a warp along 32 consecutive floats of a row (four copies per chunk and
     //   their four edge tests spill in the 128×128 tiles built for two blocks per SM).
-    // (Written out here: with a function per case, v10's own kernel compiled to different SASS.)
+    // (Written out here, not as a function per case, so that v10's own kernel compiles as it is: docs/notes/v11.md.)
     auto load_tile = [&](int stage, int k0, bool live) {
         constexpr int B_ALONG = B_T ? 8 : BN / 4;
         constexpr int A_STEP = THREADS / A_ALONG, B_STEP = THREADS / B_ALONG;  // k (W-major) or w (K-major) a pass

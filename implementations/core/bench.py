@@ -74,7 +74,7 @@ class Result:
     rung: str  # "v03", or "cuBLAS"
     name: str
     config: str
-    impl: str  # "cuda", "triton", "cublas"
+    impl: str  # "cuda", "triton", or a baseline: "cublas", "unfused", "cpu"
     dtype: str
     M: int
     N: int
@@ -240,7 +240,8 @@ def measure(
         prepared = prepare(a, b, **problem)
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
-        outcome = check(prepared.out.to(a.device), a, b, precision, exact, epilogue, bias, groups)
+        outcome = check(prepared.out.to(a.device), a, b, precision, exact, epilogue, bias, prepared.product_rounded,
+                        groups)
         if device.type == "cuda":  # the first call compiled (or loaded from disk cache) and ran; this one only runs
             _, second_s = _wall(prepared.run, device)
             result.compile_s = max(first_s - second_s, 0.0)
@@ -316,7 +317,8 @@ def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precis
         (prepared.bias if prepared.bias is not None else given_bias).copy_(bias)
     poison(prepared.out)
     prepared.run()
-    return check(prepared.out.to(a.device), a, b, precision, inputs == "integers", epilogue, bias, groups)
+    return check(prepared.out.to(a.device), a, b, precision, inputs == "integers", epilogue, bias,
+                 prepared.product_rounded, groups)
 
 
 RECHECK_SEED = 1_000_003  # the second check's inputs: the case's seed plus this
@@ -462,7 +464,7 @@ def unfused_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bi
         elif epi.activation == "gelu":
             torch.ops.aten.gelu_(c, approximate="tanh")
 
-    return Prepared(run, c, (a, b))
+    return Prepared(run, c, (a, b), product_rounded=True)
 
 
 def cpu_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,

@@ -376,9 +376,12 @@ def compare(c: torch.Tensor, ref: torch.Tensor, bound: float) -> CheckOutcome:
 
 
 def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precision, exact: bool = False,
-          epilogue: str = "none", bias: torch.Tensor | None = None, groups: tuple[int, ...] = ()) -> CheckOutcome:
+          epilogue: str = "none", bias: torch.Tensor | None = None, product_rounded: bool = False,
+          groups: tuple[int, ...] = ()) -> CheckOutcome:
     """C against act(A @ B + bias): normwise and componentwise (exact: C must be the float64 result rounded to
-    C's dtype, where the epilogue keeps integer inputs exact). `groups`: rows per group (see above)."""
+    C's dtype, where the epilogue keeps integer inputs exact). product_rounded: C was computed as act(fl(A @ B) +
+    bias), A @ B rounded to C's dtype first (an unfused sequence): one more rounding, never exact. `groups`: rows
+    per group (see above)."""
     epi = EPILOGUES[epilogue]
     pre = reference(a, b, "bias" if epi.bias else "none", bias, groups)
     ref = epi.activate(pre)
@@ -387,7 +390,8 @@ def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precisio
     if c.numel() == 0:
         return normwise
     got = c.double()
-    if exact and epi.exact:
+    rounded_twice = product_rounded and epi.bias
+    if exact and epi.exact and not rounded_twice:
         limit = torch.zeros_like(ref)
         outside = got != ref.to(c.dtype).double()
     else:
@@ -395,6 +399,12 @@ def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precisio
         if epi.bias:
             size += bias.double().abs()  # in place: the check's float64 M×N tensors are what limits the size
         limit = precision.limits(K, size, ref, epi.slope, epi.evaluation(pre))
+        if rounded_twice:
+            # fl(A @ B) errs by u_out·|A @ B| more, ≤ u_out·size, through the activation's slope; and a GELU
+            # applied to the rounded fl(fl(A @ B) + bias) adds that rounding's u_out·|pre| ≤ u_out·size (rounding
+            # commutes with ReLU, so there the final rounding is the one the bound already has)
+            roundings = 2 if epi.activation == "gelu" else 1
+            limit += SAFETY * roundings * epi.slope * precision.u_out * size
         outside = ~((got - ref).abs() <= limit)  # NaN counts as outside
     ratio = torch.where(torch.isnan(got), torch.inf, (got - ref).abs() / limit.clamp_min(torch.finfo(torch.float64).tiny))
     index = tuple(int(i) for i in torch.unravel_index(torch.argmax(ratio), c.shape))

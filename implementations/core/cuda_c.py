@@ -281,8 +281,9 @@ def tensor_map(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256) -
     pitches = [stride * size for stride in reversed(t.stride()[:-1])]  # bytes, innermost first: row, matrix
     if (t.dtype not in types or t.dim() not in (2, 3) or t.stride(-1) != 1 or any(p % 16 or p <= 0 for p in pitches)
             or t.data_ptr() % 16):
-        raise ValueError("tensor_map takes a row-major fp16, bf16 or fp32 matrix (or a 3-D batch of them) with "
-                         "16-byte aligned rows")
+        raise ValueError("tensor_map takes a row-major fp16, bf16 or fp32 matrix (or a 3-D batch of them) whose "
+                         "rows (and matrices) start 16 bytes apart or a multiple of that, none at a stride of 0; got "
+                         f"{t.dtype} {tuple(t.shape)}, strides {t.stride()}")
     if box[0] * size > 128:
         raise ValueError(f"a box row of {box[0]} elements is {box[0] * size} bytes: the 128-byte swizzle allows 128")
     promotions = {0: driver.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_NONE,

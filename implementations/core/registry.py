@@ -47,6 +47,7 @@ class Prepared(NamedTuple):
     operands: tuple[torch.Tensor, torch.Tensor] | None = None
     note: str = ""  # what the run does besides the rung's kernel (copies of operands, a launch per matrix)
     bias: torch.Tensor | None = None  # the bias `run` reads, when it is not the one it was prepared with
+    product_rounded: bool = False  # A @ B rounded to C's dtype before the epilogue (an unfused sequence)
 
 
 @dataclass(frozen=True)

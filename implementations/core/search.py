@@ -161,7 +161,7 @@ class Search:
             "strides": [t.stride() for t in (a, b, c)],
             "aligned": all(t.data_ptr() % 16 == 0 for t in (a, b, c)),
         }
-        if epilogue != "none":  # absent for none, so that the choices kept before epilogues existed still match
+        if epilogue != "none":  # absent for none: a plain product keeps the key it has without the epilogue field
             problem["epilogue"] = epilogue
         if groups:  # likewise absent for a product that is not grouped
             problem["groups"] = list(groups)

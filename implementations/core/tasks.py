@@ -47,20 +47,21 @@ def positive(kind):
     return parse
 
 
-def parse_layouts(text: str) -> tuple[str, ...]:
-    layouts = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
-    try:
-        return tuple(parse_layout(layout) for layout in layouts) or (parse_layout(text),)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+def comma_list(parse_one):
+    """An argparse type: a comma-separated list of distinct names, each through `parse_one` (which raises
+    ValueError with the one-line reason); an empty list is parse_one's error for the text as given."""
+    def parse(text: str) -> tuple:
+        names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
+        try:
+            return tuple(parse_one(name) for name in names) or (parse_one(text),)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    return parse
 
 
-def parse_epilogues(text: str) -> tuple[str, ...]:
-    names = tuple(dict.fromkeys(t.strip().lower() for t in text.split(",") if t.strip()))
-    try:
-        return tuple(parse_epilogue(name).name for name in names) or (parse_epilogue(text).name,)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+parse_layouts = comma_list(parse_layout)
+parse_epilogues = comma_list(lambda name: parse_epilogue(name).name)
 
 
 def parse_group_spec(text: str) -> GroupSpec | str:

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from matplotlib.figure import Figure
 
-from ..core.bench import Result
+from ..core.bench import Result, size_label
 from ..core.report import by_shape, config_values, results_of
 from ..core.report import load_document as load
 
@@ -140,33 +140,41 @@ def _work(r: Result) -> float:
 
 
 def tflops_vs_size(doc: dict, dtype: str, out: Path) -> Path | None:
-    """TFLOP/s against size, a line per rung, config and language, cuBLAS dashed; needs two sizes or more."""
-    timed = [r for r in results_of(doc) if r.dtype == dtype and r.tflops and r.impl != "cpu"]
-    if len({r.size for r in timed}) < 2:
+    """TFLOP/s against size, a line per rung, config, language and problem (layout, epilogue), cuBLAS dashed;
+    needs two sizes or more. Other baselines (the unfused sequence, the CPU) are left out."""
+    timed = [r for r in results_of(doc)
+             if r.dtype == dtype and r.tflops and (r.impl in IMPL_STYLE or r.impl == "cublas")]
+    if len({_work(r) for r in timed}) < 2:
         return None
-    lines: dict[tuple[str, str], list[Result]] = {}
+    lines: dict[tuple[str, str, str], list[Result]] = {}
     for r in timed:
-        lines.setdefault((_label(r), r.impl), []).append(r)
+        lines.setdefault((_label(r), r.impl, _problem(r)), []).append(r)
     fig = Figure(figsize=(9.0, 5.0))
     ax = fig.subplots()
     ax.set_xscale("log", base=2)
-    rung_colors = {label: f"C{i % 10}" for i, label in enumerate(dict.fromkeys(label for label, _ in lines))}
-    for (label, impl), rs in lines.items():
+    rung_colors = {key: f"C{i % 10}" for i, key in enumerate(dict.fromkeys((label, problem)
+                                                                           for label, _, problem in lines))}
+    for (label, impl, problem), rs in lines.items():
         rs.sort(key=_work)
         xs, ys = [_work(r) ** (1 / 3) for r in rs], [r.tflops for r in rs]
         if impl == "cublas":
-            ax.plot(xs, ys, "--", color=CUBLAS_COLOR, linewidth=2, label="cuBLAS")
-        else:  # colour: the rung; marker and line: the language
+            ax.plot(xs, ys, "--", color=CUBLAS_COLOR, linewidth=2, label=f"cuBLAS {problem}".strip())
+        else:  # colour: the rung (and problem); marker and line: the language
             name, marker, _ = IMPL_STYLE[impl]
-            ax.plot(xs, ys, marker=marker, linestyle="-" if impl == "cuda" else ":", color=rung_colors[label],
-                    label=f"{label} {name}")
-    sizes = sorted({(_work(r) ** (1 / 3), r.size) for r in timed})
+            ax.plot(xs, ys, marker=marker, linestyle="-" if impl == "cuda" else ":",
+                    color=rung_colors[(label, problem)], label=f"{label} {name} {problem}".strip())
+    sizes = sorted({(_work(r) ** (1 / 3), size_label((r.M, r.N, r.K), batch=r.batch)) for r in timed})
     ax.set_xticks([x for x, _ in sizes], [s for _, s in sizes], rotation=30, fontsize=7)
     ax.set_xlabel("size M×N×K (placed at its cube root)")
     ax.set_ylabel("TFLOP/s")
     ax.set_title(f"TFLOP/s against size, {dtype} (solid: CUDA C, dotted: Triton)\n{_device(doc)}", fontsize=10)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return _save(fig, out / f"tflops_vs_size_{dtype}.png")
+
+
+def _problem(r: Result) -> str:
+    """What besides the size a result's problem is: its layout other than nn and its epilogue, if any."""
+    return " ".join(x for x in (r.layout if r.layout != "nn" else "", r.epilogue if r.epilogue != "none" else "") if x)
 
 
 def sweep_plot(doc: dict, name: str, dtype: str, out: Path) -> Path | None:

@@ -19,7 +19,7 @@ import torch
 from implementations import v11_autotuned as v11
 from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs, poison
 
-from ..helpers import param_id
+from ..helpers import param_id, skip_unless_runnable
 from ..ladder.test_searches import check_every_candidate
 
 # its module fixture is built once: every test of this file runs in one xdist worker
@@ -163,6 +163,7 @@ def test_other_strides_are_refused_in_one_line():
 @pytest.mark.parametrize("shape", LAYOUT_SHAPES, ids=param_id)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_cuda_candidate_reads_every_layout_in_place(layout, shape):
+    skip_unless_runnable(v11.VARIANT, "cuda", "fp32", torch.device("cuda"))
     check_every_candidate(v11.VARIANT, v11.CUDA_SEARCH, "fp32", shape, "cuda", layout=layout)
 
 
@@ -171,6 +172,7 @@ def test_every_cuda_candidate_reads_every_layout_in_place(layout, shape):
 @pytest.mark.parametrize("shape", [(33, 17, 47), (132, 264, 70)], ids=param_id)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_cuda_candidate_computes_a_batch_in_one_launch(layout, shape, batch):
+    skip_unless_runnable(v11.VARIANT, "cuda", "fp32", torch.device("cuda"))
     check_every_candidate(v11.VARIANT, v11.CUDA_SEARCH, "fp32", shape, "cuda", layout=layout, batch=batch)
 
 
@@ -180,6 +182,7 @@ def test_every_cuda_candidate_computes_a_batch_in_one_launch(layout, shape, batc
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_cuda_candidate_computes_a_batch_with_a_shared_operand(layout, shape, shared):
     """One operand 2-D (a matrix stride of 0), the other a batch of 5."""
+    skip_unless_runnable(v11.VARIANT, "cuda", "fp32", torch.device("cuda"))
     batched = make_inputs(*shape, FP32, "cuda", 31, layout=layout, batch=5)
     single = make_inputs(*shape, FP32, "cuda", 32, layout=layout)
     a, b = (single[0], batched[1]) if shared == "A" else (batched[0], single[1])
@@ -195,4 +198,5 @@ def test_every_cuda_candidate_computes_a_batch_with_a_shared_operand(layout, sha
 @pytest.mark.parametrize("layout", ["nn", "tt"])
 def test_every_cuda_candidate_computes_a_batch_longer_than_the_grid_axis(layout):
     """70000 tiny products: more than grid axis y's 65535, so the batch continues along z."""
+    skip_unless_runnable(v11.VARIANT, "cuda", "fp32", torch.device("cuda"))
     check_every_candidate(v11.VARIANT, v11.CUDA_SEARCH, "fp32", (3, 5, 2), "cuda", layout=layout, batch=70000)

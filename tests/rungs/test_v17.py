@@ -26,7 +26,8 @@ def test_triton_applies_every_epilogue(epilogue, shape, device):
     skip_unless_runnable(V17, "triton", "fp16", device)
     result = checked_run(V17, "triton", shape, device, "fp16", epilogue=epilogue)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)
-    assert result.epilogue == epilogue and result.size.endswith("" if epilogue == "none" else f" {epilogue}")
+    label = "x".join(map(str, shape)) + ("" if epilogue == "none" else f" {epilogue}")
+    assert result.epilogue == epilogue and result.size == label, result.size
 
 
 @pytest.mark.parametrize("epilogue", ["bias", "bias+relu"])

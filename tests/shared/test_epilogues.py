@@ -43,7 +43,8 @@ def test_the_reference_is_act_of_the_float64_product_plus_the_bias(epilogue):
 
 @pytest.mark.parametrize("dtype", ["fp16", "bf16"])
 def test_gelu_as_the_kernels_write_it_is_torchs_tanh_gelu_within_its_bound(dtype):
-    """Both kernels compute x / (1 + exp(-2t)) in fp32. Torch's tanh GELU in float64 is that function (up to its
+    """Both kernels compute x / (1 + exp(-2t)) in fp32 (here with torch's CPU exp and division standing in for
+    __expf, __fdividef and tl.exp: the GPU tests check the kernels' own). Torch's tanh GELU in float64 is that function (up to its
     own cancellation in 1 + tanh far below zero, |x|·2^-50 at most); the fp32 evaluation stays within the
     relative bound the check allows (past where fp32 overflows or underflows, below 2^-120), and rounded to the
     dtype, within the dtype's rounding on top (half a subnormal spacing below its normal range)."""
@@ -120,6 +121,23 @@ def test_the_unfused_sequence_and_the_cpu_baseline_compute_the_epilogue(epilogue
                                shape=(33, 17, 9), device=torch.device("cpu"), seed=4, prepare=prepare,
                                epilogue=epilogue)
         assert result.status == bench.STATUS_OK and result.epilogue == epilogue, (result.note, result.worst)
+
+
+@pytest.mark.parametrize("epilogue", ["bias", "bias+relu", "bias+gelu"])
+@pytest.mark.parametrize("inputs", ["integers", "normal"])
+def test_the_unfused_sequence_in_bf16_is_held_to_its_two_roundings(inputs, epilogue):
+    """bf16 products of integers above 256 are not exact in bf16: fl(fl(A @ B) + bias) rounds twice (257 -> 256,
+    then - 128 gives 128 where the single rounding of 129 is 129), so the unfused sequence is checked against its
+    bound with that rounding in it, never held to exactness; the same C off by a bias still fails."""
+    bf16 = PRECISIONS["bf16"]
+    a, b = make_inputs(40, 24, 96, bf16, "cpu", 8, inputs)
+    bias = make_bias(24, 96, bf16, "cpu", 8, inputs)
+    c = bench.unfused_prepare(a, b, epilogue, bias)
+    c.run()
+    assert c.product_rounded
+    assert check(c.out, a, b, bf16, inputs == "integers", epilogue, bias, c.product_rounded).ok
+    wrong = EPILOGUES[epilogue].apply((a.double() @ b.double()).to(torch.bfloat16), 2 * bias)
+    assert not check(wrong, a, b, bf16, False, epilogue, bias, True).ok
 
 
 def test_the_fused_cublas_baseline_names_its_call_and_refuses_a_batch():

@@ -75,6 +75,25 @@ def test_size_plot_needs_two_sizes_and_sweep_plot_names_the_refusals(tmp_path):
     assert path.name == "sweep_TILE_fp32.png" and _looks_drawn(path)
 
 
+def test_the_size_plot_draws_an_epilogue_run_a_line_per_problem():
+    """An --epilogue run holds the unfused baseline (not drawn) and the same sizes with and without the epilogue
+    (a line each, not one line through both)."""
+    rows = [_result(rung, impl, size=n, epilogue=epilogue, tflops=t, ms=1.0)
+            for n in (64, 128) for epilogue in ("none", "bias+gelu")
+            for rung, impl, t in (("cuBLAS", "cublas", 3.0), ("v17", "cuda", 2.0), ("v17", "triton", 1.5),
+                                  ("unfused", "unfused", 1.0))]
+    figure = {}
+    original = plots._save
+    try:
+        plots._save = lambda fig, path: figure.setdefault("fig", fig) and path
+        plots.tflops_vs_size(_doc(rows), "fp32", Path("unused"))
+    finally:
+        plots._save = original
+    labels = sorted(line.get_label() for line in figure["fig"].axes[0].get_lines())
+    assert labels == ["cuBLAS", "cuBLAS bias+gelu", "v17 CUDA C", "v17 CUDA C bias+gelu", "v17 Triton",
+                      "v17 Triton bias+gelu"]
+
+
 def test_the_command_line_plots_saved_results(tmp_path, capsys):
     assert plots.main([str(SAVED[0]), "--out", str(tmp_path)]) == 0
     assert str(tmp_path) in capsys.readouterr().out
