@@ -83,11 +83,13 @@ class Tile(NamedTuple):
         """A producer warpgroup and BM / 64 consumer warpgroups."""
         return 128 + 2 * self.BM
 
-    def kernel(self, dtype: torch.dtype, layout: str = "nn", epilogue: str = "NoEpilogue") -> str:
+    def kernel(self, dtype: torch.dtype, layout: str = "nn", epilogue: str = "NoEpilogue",
+               groups: str = "NoGroups") -> str:
         """The kernel for this dtype and layout ("nn", "nt", "tn", "tt": which operands are transposed), applying
-        `epilogue` (a C++ type: v17 instantiates this kernel with its own) before it stores C."""
+        `epilogue` (a C++ type: v17 instantiates this kernel with its own) before it stores C, its tiles laid over
+        `groups` (a C++ template: v18's ragged groups of A's rows)."""
         a_t, b_t = (int(op == "t") for op in layout)
-        return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue}>"
+        return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue},{groups}>"
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
@@ -179,7 +181,8 @@ TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
 
 def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = None,
                      timeline: torch.Tensor | None = None, epilogue: str = "NoEpilogue",
-                     bias: torch.Tensor | None = None, source: CudaSource = KERNELS):
+                     bias: torch.Tensor | None = None, source: CudaSource = KERNELS,
+                     offsets: torch.Tensor | None = None):
     """One CUDA candidate on a problem's prepared tensor maps (the search times these; the tests check each).
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
@@ -187,13 +190,20 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (python -m implementations.tools.timeline).
     `epilogue`: the C++ type the kernel applies before it stores C, reading `bias` (N elements of C's type)
     where it adds one, from `source` (v17's .cu instantiates this kernel with its epilogues).
+    `offsets`: a grouped product's (v18: its .cu maps the tiles to `problem.products` ragged groups of A's rows,
+    the group ends read on the device); the grid is then as large as the most cluster tiles M rows in that many
+    groups can have, so that the launch needs no group sizes from the device.
     """
     check_bias(bias, c, problem.N, epilogue != "NoEpilogue")  # the kernel reads N elements of it, or none
     smem = shared_bytes(tile)
-    kernel = tile.kernel(c.dtype, problem.layout, epilogue)
+    kernel = tile.kernel(c.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
     if clusters is None:
         clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
-    clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
+    if offsets is None:
+        clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
+    else:  # each group's last cluster row may be partly empty: at most one more cluster row per group
+        clusters = min(clusters, cluster_tiles(problem.M, problem.N, tile) + problem.products * triton.cdiv(
+            problem.N, tile.BN))
     c_map, c_by_tma = c_tensor_map(c, (64, 64), problem.a_map)  # box: 64 columns × 64 rows, half a consumer's block
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
     # the kernel leaves them zeroed); four floats and two ints when unused.
@@ -206,10 +216,12 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
         raise ValueError(f"timeline: int64, {TIMELINE_SLOTS} per CTA of the {clusters * tile.CLUSTER_M}")
     if bias is None:
         bias = torch.empty(0, device=c.device, dtype=c.dtype)  # a null pointer: the default epilogue reads none
+    if offsets is None:
+        offsets = torch.empty(0, device=c.device, dtype=torch.int32)  # a null pointer: NoGroups reads none
     sizes = (problem.M, problem.N, problem.K, problem.products, problem.a_step, problem.b_step)
     return bind(source, kernel, (clusters * tile.CLUSTER_M,), (tile.threads,),
                 (problem.a_map, problem.b_map, c_map, c, *map(np.int32, sizes), c_by_tma, partials, flags, timeline,
-                 bias),
+                 bias, offsets),
                 shared_mem=smem)
 
 

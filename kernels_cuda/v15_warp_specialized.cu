@@ -6,7 +6,7 @@
 // row-major, or (A_T) the transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one.
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, A_T, B_T, Epilogue>; tile BM×BN×BK = 128×BN×64,
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, A_T, B_T, Epilogue, Groups>; tile 128×BN×64,
 // BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128)
 // for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads (a
 // producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
@@ -16,7 +16,9 @@
 // null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
 // them). `Epilogue` (default NoEpilogue: none) is what a consumer does to its accumulators before it stores
 // them (v17 instantiates this kernel with a bias and activations); `bias`: null, or N elements of C's type
-// when the epilogue adds one. Needs sm_90a.
+// when the epilogue adds one. `Groups` (default NoGroups: none, compiled to nothing) maps the tiles to ragged
+// groups of A's rows instead of `products` matrices (v18 instantiates it); `offsets`: null, or the groups'
+// end rows. Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -126,6 +128,19 @@ __device__ __forceinline__ void apply_epilogue(float (&d)[R], const unsigned sho
         for (int i = 4 * j; i < 4 * j + 4; ++i) d[i] = Epilogue::apply(d[i]);
     }
 }
+
+// The groups hook: v18's Groups (v18_grouped.cu) lays ragged groups of A's rows end to end, each with its own
+// matrix of B, and tells the kernel a tile's group (as its product), the group's first row and the rows of C
+// below which it may write. The default has none: the tile map below is v15's, and every use folds away.
+template <int BM, int BN, int CLUSTER_M, int GROUP_M>
+struct NoGroups {
+    static constexpr bool ON = false;
+    __device__ NoGroups(int, int, int, const int*) {}
+    __device__ int count() const { return 0; }
+    __device__ void locate(int, unsigned, int&, int&, int&) {}
+    __device__ int first_row() const { return 0; }
+    __device__ int row_end() const { return 0; }
+};
 
 // A flag in global memory between CTAs: the release orders the warpgroup's earlier writes (through the
 // named barrier before it) before the flag; the acquire orders the flag before the reads after it.
@@ -241,13 +256,13 @@ struct Timeline {
 };
 
 template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int A_T, int B_T,
-          typename Epilogue = NoEpilogue>
+          typename Epilogue = NoEpilogue, template <int, int, int, int> class Groups = NoGroups>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 ? 2 : 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
                      int* __restrict__ flags, unsigned long long* __restrict__ timeline,
-                     const unsigned short* __restrict__ bias) {
+                     const unsigned short* __restrict__ bias, const int* __restrict__ offsets) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
     constexpr int BK = V15_BK, CONSUMERS = BM / 64, B_BOXES = BN / 64, A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2;
@@ -264,15 +279,22 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
     const int cluster_rows = (tiles_m + CLUSTER_M - 1) / CLUSTER_M, product_tiles = cluster_rows * tiles_n;
-    const int cluster_tiles = product_tiles * products;
+    // Each thread keeps its own groups: v18's walks them as the thread's tiles go by.
+    Groups<BM, BN, CLUSTER_M, GROUP_M> groups(M, N, products, offsets);
+    constexpr bool GROUPED = Groups<BM, BN, CLUSTER_M, GROUP_M>::ON;
+    const int cluster_tiles = GROUPED ? groups.count() : product_tiles * products;
     const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
     const Schedule schedule(cluster, clusters, cluster_tiles, k_tiles, STREAM_K != 0);
-    // Cluster tile t -> its product and this CTA's (tile row, tile column) in it: one product after another,
-    // GROUP_M cluster rows at a time, column by column.
+    // Cluster tile t -> its product (v18: its group) and this CTA's (tile row, tile column) in it: one product
+    // after another, GROUP_M cluster rows at a time, column by column.
     auto tile_of = [&](int t, int& product, int& tile_m, int& tile_n) {
-        product = t / product_tiles;
-        grouped_tile(t % product_tiles, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
-        tile_m = tile_m * CLUSTER_M + rank;  // past M when tiles_m is odd: TMA reads zeros, stores are masked
+        if constexpr (GROUPED) {
+            groups.locate(t, rank, product, tile_m, tile_n);
+        } else {
+            product = t / product_tiles;
+            grouped_tile(t % product_tiles, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
+            tile_m = tile_m * CLUSTER_M + rank;  // past M when tiles_m is odd: TMA reads zeros, stores are masked
+        }
     };
 
     if (threadIdx.x == 0) {
@@ -288,7 +310,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     const int warpgroup = __shfl_sync(0xffffffff, threadIdx.x / 128, 0);  // uniform, and the compiler knows it
     if (warpgroup == 0) {
         // ---- 2. the producer warpgroup: give registers back (to two consumers); one thread keeps the ring full ----
-        if constexpr (CONSUMERS == 2) setmaxnreg_dec<40>();
+        if constexpr (CONSUMERS == 2) setmaxnreg_dec<GROUPED ? 56 : 40>();  // v18's producer walks the groups too
         if (threadIdx.x == 0) {
             int loads = 0;
             schedule.for_each([&](int t, int kb0, int kb1) {
@@ -306,7 +328,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                     // B: BN / 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
                     unsigned char* a_tile = a_tiles + s * A_BYTES;
                     for (int box = 0; box < CONSUMERS; ++box) {
-                        const int m = tile_m * BM + box * 64;
+                        const int m = groups.first_row() + tile_m * BM + box * 64;
                         tma_load_3d(a_tile + box * V15_BOX_BYTES, &a_map, &full[s], A_T ? m : k0, A_T ? k0 : m,
                                     a_matrix);
                     }
@@ -329,7 +351,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         }
     } else {
         // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
-        if constexpr (CONSUMERS == 2) setmaxnreg_inc<232>();
+        if constexpr (CONSUMERS == 2) setmaxnreg_inc<GROUPED ? 224 : 232>();  // 128 · 56 + 256 · 224 ≤ 64 K registers
         float d[BN / 2] = {};
         // Slot 0's descriptors; slot s and k-step kk only move the start address (shared memory < 256 KB:
         // the 14-bit address field cannot carry into the next). This warpgroup's 64 rows of A are the first
@@ -392,12 +414,16 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             // ---- 4. the epilogue in registers (v17's bias and activation; none here), then write back, while the
             //         producer already fills the ring with the next tile ----
             apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
-            const int row0 = tile_m * BM + (warpgroup - 1) * 64;
-            if (c_by_tma) {
+            const int row0 = groups.first_row() + tile_m * BM + (warpgroup - 1) * 64;
+            // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored
+            // from registers, masked at the group's end: TMA clips a store at the matrix's edge only.
+            const int matrix = GROUPED ? 0 : product, row_end = GROUPED ? groups.row_end() : M;
+            if (c_by_tma && (!GROUPED || row_end == M || row0 + 64 <= row_end)) {
                 store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
-                                           product, warpgroup);
+                                           matrix, warpgroup);
             } else {
-                store_accumulators<IS_BF16>(d, c + static_cast<long long>(product) * M * N, M, N, row0, tile_n * BN);
+                store_accumulators<IS_BF16>(d, c + static_cast<long long>(matrix) * M * N, row_end, N, row0,
+                                            tile_n * BN);
             }
         });
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read

@@ -18,11 +18,11 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .check import EPILOGUES, Precision, check, make_bias, make_inputs, poison
+from .check import EPILOGUES, Precision, check, make_bias, make_inputs, make_offsets, poison
 from .registry import Prepared
 from .search import TunedRun
 from .traffic import predicted_bytes
-from .validate import Refused, batch_of, check_bias
+from .validate import Refused, batch_of, check_bias, check_groups
 
 STATUS_OK = "ok"
 STATUS_WRONG = "WRONG"
@@ -47,12 +47,26 @@ class TimingOptions:
     min_runs: int = 10  # slow kernels still get this many timed runs
 
 
-def size_label(shape: tuple[int, int, int], layout: str = "nn", batch: int = 0, epilogue: str = "none") -> str:
-    """"4096x4096x4096"; with a batch, a layout other than nn and an epilogue: "64×(512x512x512) tn bias+gelu"."""
+def size_label(shape: tuple[int, int, int], layout: str = "nn", batch: int = 0, epilogue: str = "none",
+               groups: tuple[int, ...] = ()) -> str:
+    """"4096x4096x4096"; with a batch, a layout other than nn and an epilogue: "64×(512x512x512) tn bias+gelu";
+    with groups, their rows: "1024x512x256 G=3 (0,512,512)" (beyond eight groups, their range)."""
     size = "x".join(map(str, shape))
     size = f"{batch}×({size})" if batch else size
+    if groups:
+        rows = ",".join(map(str, groups)) if len(groups) <= 8 else f"{min(groups)}-{max(groups)} rows"
+        size += f" G={len(groups)} ({rows})"
     return " ".join(part for part in (size, layout if layout != "nn" else "", epilogue if epilogue != "none" else "")
                     if part)
+
+
+def groups_text(groups: tuple[int, ...]) -> str:
+    """The groups as a result records them: "128,0,512" ("" for no groups)."""
+    return ",".join(map(str, groups))
+
+
+def groups_of(text: str) -> tuple[int, ...]:
+    return tuple(int(rows) for rows in text.split(",")) if text else ()
 
 
 @dataclass
@@ -83,6 +97,8 @@ class Result:
     pct_cublas: float | None = None
     speedup_cpu: float | None = None  # the CPU baseline's time over this one's
     speedup_unfused: float | None = None  # the unfused torch sequence's time over this one's (with an epilogue)
+    speedup_grouped_mm: float | None = None  # torch._grouped_mm's time over this one's (with groups)
+    speedup_loop_graph: float | None = None  # the loop of torch.matmul in a CUDA graph: its time over this one's
     tile: str = ""  # BMxBN: the block tile behind traffic_bytes
     traffic_bytes: int | None = None  # global traffic the tile implies (traffic.py)
     registers: int | None = None
@@ -92,11 +108,12 @@ class Result:
     layout: str = "nn"  # op(A) op(B) (check.LAYOUTS)
     batch: int = 0  # products in the batch; 0: one product of two matrices
     epilogue: str = "none"  # C = act(A @ B + bias) (check.EPILOGUES)
+    groups: str = ""  # rows per group, "128,0,512" (groups_text); "": not grouped
     samples: list[float] = field(default_factory=list, repr=False)  # every timed sample (ms); not written out
 
     @property
     def size(self) -> str:
-        return size_label((self.M, self.N, self.K), self.layout, self.batch, self.epilogue)
+        return size_label((self.M, self.N, self.K), self.layout, self.batch, self.epilogue, groups_of(self.groups))
 
     @property
     def flops(self) -> float:
@@ -198,6 +215,7 @@ def measure(
     expect_wrong: str = "", timing: TimingOptions | None = None, cublas_ms: float | None = None,
     cpu_ms: float | None = None, tile_of: Callable[[Callable], tuple[int, int] | None] | None = None,
     inputs: str = "normal", layout: str = "nn", batch: int = 0, epilogue: str = "none", unfused_ms: float | None = None,
+    groups: tuple[int, ...] = (), grouped_mm_ms: float | None = None, loop_graph_ms: float | None = None,
 ) -> Result:
     """Check one implementation on fresh inputs and, if it passed, time it, then check it again.
 
@@ -206,19 +224,24 @@ def measure(
     not reset between calls, a race that shows under load) or that returns a cached output fails it.
     `tile_of(run)`: the block tile the prepared run computes with (asked after the first call, when an
     autotuned run has chosen), for the traffic model. With an epilogue (C = act(A @ B + bias)), `prepare` is
-    also given `epilogue=` and a fresh `bias=`.
+    also given `epilogue=` and a fresh `bias=`; with `groups` (rows per group: a grouped product of M rows in
+    all), `offsets=` (check.make_offsets).
     """
     M, N, K = shape
     result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed, inputs=inputs, layout=layout,
-                    batch=batch, epilogue=epilogue)
+                    batch=batch, epilogue=epilogue, groups=groups_text(groups))
     exact = inputs == "integers"
     try:
-        a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch)
+        a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch, groups)
         bias = make_bias(N, K, precision, device, seed, inputs) if EPILOGUES[epilogue].bias else None
-        prepared = prepare(a, b, **({} if epilogue == "none" else {"epilogue": epilogue, "bias": bias}))
+        problem = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias}
+        if groups:
+            problem["offsets"] = make_offsets(groups, device)
+        prepared = prepare(a, b, **problem)
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
-        outcome = check(prepared.out.to(a.device), a, b, precision, exact, epilogue, bias, prepared.product_rounded)
+        outcome = check(prepared.out.to(a.device), a, b, precision, exact, epilogue, bias, prepared.product_rounded,
+                        groups)
         if device.type == "cuda":  # the first call compiled (or loaded from disk cache) and ran; this one only runs
             _, second_s = _wall(prepared.run, device)
             result.compile_s = max(first_s - second_s, 0.0)
@@ -231,8 +254,8 @@ def measure(
         return result
     if tile:
         result.tile = f"{tile[0]}x{tile[1]}"
-        result.traffic_bytes = max(batch, 1) * predicted_bytes(M, N, K, tile, a.element_size(),
-                                                               prepared.out.element_size())
+        result.traffic_bytes = sum(predicted_bytes(rows, N, K, tile, a.element_size(), prepared.out.element_size())
+                                   for rows in groups or [M] * max(batch, 1))
     record_check(result, outcome)
     for key, value in kernel_resources(kernel).items():
         setattr(result, key, value)
@@ -249,6 +272,9 @@ def measure(
     if not outcome.ok:
         result.status, result.note = STATUS_WRONG, outcome.why()
         return result
+    if timing is not None and timing.mode == "graph" and prepared.host_sync:
+        result.status, result.note = STATUS_REFUSED, f"checked ok; not timed in a CUDA graph: {prepared.host_sync}"
+        return result
     result.status = STATUS_OK
     if timing is not None:
         try:
@@ -257,11 +283,11 @@ def measure(
             result.status, result.note = STATUS_ERROR, f"checked ok, then timing failed: {_one_line(exc)}"
             return result
         result.timing = timing.mode
-        summarize(result, cublas_ms, cpu_ms, unfused_ms)
+        summarize(result, cublas_ms, cpu_ms, unfused_ms, grouped_mm_ms, loop_graph_ms)
     else:
         prepared.run()
     try:
-        again = recheck(prepared, (a, b), precision, device, seed, inputs, epilogue, bias)
+        again = recheck(prepared, (a, b), precision, device, seed, inputs, epilogue, bias, groups)
     except Exception as exc:
         result.status, result.note = STATUS_ERROR, f"checked ok, then failed on new inputs: {_one_line(exc)}"
         return result
@@ -278,12 +304,13 @@ def record_check(result: Result, outcome) -> None:
 
 
 def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precision: Precision,
-            device: torch.device, seed: int, inputs: str, epilogue: str = "none", given_bias: torch.Tensor | None = None):
+            device: torch.device, seed: int, inputs: str, epilogue: str = "none", given_bias: torch.Tensor | None = None,
+            groups: tuple[int, ...] = ()):
     """New inputs written into the operands the run reads (`given`, the ones it was prepared with, unless
-    it says otherwise) and into the bias it reads, the output poisoned, one more call, checked."""
+    it says otherwise) and into the bias it reads, the output poisoned, one more call, checked (the groups stay)."""
     (M, K), N = given[0].shape[-2:], given[1].shape[-1]
-    batch = batch_of(*given)
-    a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs, batch=batch)
+    batch = 0 if groups else batch_of(*given)
+    a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs, batch=batch, groups=groups)
     a, b = (new if old.dim() == new.dim() else new[0] for old, new in zip(given, (a, b)))  # a shared 2-D operand
     for old, new in zip(prepared.operands or given, (a, b)):
         old.copy_(new)  # into the strides the run reads (a transposed view stays one)
@@ -294,13 +321,14 @@ def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precis
     poison(prepared.out)
     prepared.run()
     return check(prepared.out.to(a.device), a, b, precision, inputs == "integers", epilogue, bias,
-                 prepared.product_rounded)
+                 prepared.product_rounded, groups)
 
 
 RECHECK_SEED = 1_000_003  # the second check's inputs: the case's seed plus this
 
 
-def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None, unfused_ms: float | None = None) -> None:
+def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None, unfused_ms: float | None = None,
+              grouped_mm_ms: float | None = None, loop_graph_ms: float | None = None) -> None:
     """The figures of result.samples: median, 20-80 percentile spread, TFLOP/s, ratios to the baselines."""
     samples = np.asarray(result.samples)
     result.ms = float(np.median(samples))
@@ -310,6 +338,15 @@ def summarize(result: Result, cublas_ms: float | None, cpu_ms: float | None, unf
     result.pct_cublas = 100.0 * cublas_ms / result.ms if cublas_ms else None
     result.speedup_cpu = cpu_ms / result.ms if cpu_ms else None
     result.speedup_unfused = unfused_ms / result.ms if unfused_ms else None
+    result.speedup_grouped_mm = grouped_mm_ms / result.ms if grouped_mm_ms else None
+    result.speedup_loop_graph = loop_graph_ms / result.ms if loop_graph_ms else None
+
+
+def clear_figures(result: Result) -> None:
+    """No timed figures: a result that failed in some round, or whose worker faulted."""
+    result.samples = []
+    result.ms = result.ms_p20 = result.ms_p80 = result.runs = result.tflops = result.pct_cublas = None
+    result.speedup_cpu = result.speedup_unfused = result.speedup_grouped_mm = result.speedup_loop_graph = None
 
 
 def pool(first: Result, later: Result) -> None:
@@ -321,15 +358,14 @@ def pool(first: Result, later: Result) -> None:
         return
     first.status, first.note, first.seed = later.status, later.note, later.seed
     first.error, first.bound, first.unwritten = later.error, later.bound, later.unwritten
-    first.samples = []
-    first.ms = first.ms_p20 = first.ms_p80 = first.runs = first.tflops = first.pct_cublas = first.speedup_cpu = None
-    first.speedup_unfused = None
+    clear_figures(first)
 
 
 # What the cuBLAS baseline calls for each epilogue: the bias and the activation handed to cuBLASLt's fused
 # epilogue (torch._addmm_activation: GELU in the tanh form on CUDA), one product at a time.
 CUBLAS_CALLS = {"none": "torch.matmul", "bias": "torch.addmm", "bias+relu": "torch._addmm_activation",
                 "bias+gelu": "torch._addmm_activation(use_gelu=True)"}
+GROUPS_LOOP = "torch.matmul per group"  # the cuBLAS baseline of a grouped product
 
 
 def _output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -337,11 +373,14 @@ def _output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     return torch.empty((*batch, a.shape[-2], b.shape[-1]), dtype=a.dtype, device=a.device)
 
 
-def cublas_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None
-                   ) -> Prepared:
+def cublas_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,
+                   offsets: torch.Tensor | None = None) -> Prepared:
     """The baseline: cuBLAS through torch into a preallocated output (CUBLAS_CALLS): transposed views are
-    read in place, a batch through the batched GEMM; with an epilogue, one call with it fused (2-D only)."""
+    read in place, a batch through the batched GEMM; with an epilogue, one call with it fused (2-D only); a
+    grouped product (offsets) as the loop torch code writes, one torch.matmul per non-empty group."""
     epi = EPILOGUES[epilogue]
+    if offsets is not None:
+        return _group_loop(a, b, offsets)
     c = _output(a, b)
     check_bias(bias, a, c.shape[-1], epi.bias)
     if epilogue == "none":
@@ -358,6 +397,61 @@ def cublas_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bia
             torch._addmm_activation(bias, a, b, use_gelu=epi.activation == "gelu", out=c)
 
     return Prepared(run, c, (a, b))
+
+
+def _group_loop(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> Prepared:
+    """C[rows of g] = A[rows of g] @ B[g], one torch.matmul per non-empty group into views of one C; the
+    group bounds are read on the host here, not in the run (torch code that loops over experts reads them
+    in every call)."""
+    groups = check_groups(a, b, offsets)
+    c = torch.empty((a.shape[0], b.shape[-1]), dtype=a.dtype, device=a.device)
+    starts = [sum(groups[:g]) for g in range(len(groups))]
+    parts = [(a[s:s + rows], b[g], c[s:s + rows]) for g, (s, rows) in enumerate(zip(starts, groups)) if rows]
+
+    def run():
+        for x, w, out in parts:
+            torch.matmul(x, w, out=out)
+
+    return Prepared(run, c, (a, b))
+
+
+def grouped_mm_prepare(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor | None = None) -> Prepared:
+    """torch._grouped_mm, the library's grouped GEMM (on Hopper and Blackwell, bf16: a CUTLASS kernel; other
+    dtypes and GPUs: torch's fallback, a loop over the groups that reads the offsets on the host, so it cannot
+    be captured in a CUDA graph). It returns a new C, which the preallocated one adopts without a copy."""
+    if offsets is None:
+        raise Refused("torch._grouped_mm is a baseline of grouped products only (--groups)")
+    if not hasattr(torch, "_grouped_mm"):
+        raise Refused(f"this torch ({torch.__version__}) has no torch._grouped_mm")
+    check_groups(a, b, offsets)
+    c = torch.empty((a.shape[0], b.shape[-1]), dtype=a.dtype, device=a.device)
+    cutlass = (a.device.type == "cuda" and a.dtype == torch.bfloat16
+               and torch.cuda.get_device_capability(a.device) in ((9, 0), (10, 0)))
+
+    def run():
+        c.set_(torch._grouped_mm(a, b, offs=offsets))
+
+    return Prepared(run, c, (a, b), host_sync="" if cutlass else
+                    f"torch._grouped_mm's fallback for {a.dtype} on this device reads the offsets on the host")
+
+
+def loop_graph_prepare(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor | None = None) -> Prepared:
+    """The loop of torch.matmul over the groups (cublas_prepare's) captured once in a CUDA graph and replayed:
+    the loop without the cost of launching its kernels one by one from Python."""
+    if offsets is None:
+        raise Refused("the graphed loop is a baseline of grouped products only (--groups)")
+    if a.device.type != "cuda":
+        raise Refused("a CUDA graph needs a CUDA device")
+    loop = _group_loop(a, b, offsets)
+    side = torch.cuda.Stream(a.device)
+    side.wait_stream(torch.cuda.current_stream(a.device))
+    with torch.cuda.stream(side):  # the first calls (cuBLAS's workspaces, heuristics) outside the capture
+        loop.run()
+    torch.cuda.current_stream(a.device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        loop.run()
+    return Prepared(graph.replay, loop.out, (a, b))
 
 
 def unfused_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None
@@ -380,10 +474,13 @@ def unfused_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bi
     return Prepared(run, c, (a, b), product_rounded=True)
 
 
-def cpu_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None
-                ) -> Prepared:
+def cpu_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,
+                offsets: torch.Tensor | None = None) -> Prepared:
     """The CPU baseline: torch on host copies of the operands (copied here, not in the timed call), the
-    epilogue unfused (torch._addmm_activation on the CPU computes GELU in its erf form)."""
+    epilogue unfused (torch._addmm_activation on the CPU computes GELU in its erf form), a grouped product
+    as the loop over its groups."""
+    if offsets is not None:
+        return _group_loop(a.cpu(), b.cpu(), offsets.cpu())
     host_bias = None if bias is None else bias.cpu()
     return unfused_prepare(a.cpu(), b.cpu(), epilogue, host_bias)._replace(bias=host_bias)
 

@@ -35,6 +35,10 @@ Inputs (a seed per case, recorded with every result, replays it):
   float64 product rounded to the output dtype, bit for bit.
 The bias (make_bias) is drawn as a row of B is, times the power of two nearest sqrt(K), so that it is as
 large as a typical element of A @ B: a kernel that dropped it would fail.
+
+Groups (mixture-of-experts, `groups`: rows per group): A holds every group's rows, one after another,
+and B one matrix per group; C[rows of g] = A[rows of g] @ B[g]. Each element is still one K-term sum,
+so both bounds stand as they are; the reference and |A|·|B| are taken group by group.
 """
 
 from __future__ import annotations
@@ -118,23 +122,124 @@ def draw(shape: tuple[int, ...], kind: str, precision: Precision, gen: torch.Gen
 
 
 def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int, kind: str = "normal",
-                layout: str = "nn", batch: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fresh A (M×K) and B (K×N) of one input kind (see above), `batch` of each when batch > 0; the seed is
-    recorded so a failure can be replayed.
+                layout: str = "nn", batch: int = 0, groups: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh A (M×K) and B (K×N) of one input kind (see above), `batch` of each when batch > 0, or with
+    `groups` (rows per group, summing to M) one A and a B per group (G×K×N); the seed is recorded so a
+    failure can be replayed.
 
     layout: "t" for an operand makes it a transposed view (C = A @ B with A = Sᵀ for a row-major S): the
     kernel sees the strides a column-major operand has. The values do not depend on the layout.
     """
     gen = torch.Generator(device="cpu").manual_seed(seed)
     lead = (batch,) if batch else ()
-
-    def placed(t: torch.Tensor, op: str) -> torch.Tensor:
-        t = t.to(device=device, dtype=precision.dtype)
-        return t.mT.contiguous().mT if op == "t" else t
+    if groups:
+        if batch or sum(groups) != M:
+            raise ValueError(f"the groups hold {sum(groups)} rows, but M = {M}" if not batch else
+                             "groups and a batch do not combine: give one or the other")
+        parse_layout(layout)
+        a = placed_operand(draw((M, K), kind, precision, gen), layout[0], precision, device)
+        return a, placed_operand(draw((len(groups), K, N), kind, precision, gen), layout[1], precision, device)
 
     parse_layout(layout)
-    return (placed(draw((*lead, M, K), kind, precision, gen), layout[0]),
-            placed(draw((*lead, K, N), kind, precision, gen), layout[1]))
+    return (placed_operand(draw((*lead, M, K), kind, precision, gen), layout[0], precision, device),
+            placed_operand(draw((*lead, K, N), kind, precision, gen), layout[1], precision, device))
+
+
+def placed_operand(t: torch.Tensor, op: str, precision: Precision, device) -> torch.Tensor:
+    """Drawn values in the operand's dtype, on the device, as stored (n) or as a transposed view (t)."""
+    t = t.to(device=device, dtype=precision.dtype)
+    return t.mT.contiguous().mT if op == "t" else t
+
+
+# Named routings of tokens to experts (`compare.py --groups NAME`): the rows each group receives, and the N and K
+# of the experts' weights, the size run when --sizes is not given.
+@dataclass(frozen=True)
+class Routing:
+    name: str
+    groups: tuple[int, ...]
+    N: int
+    K: int
+    description: str
+
+    @property
+    def shape(self) -> tuple[int, int, int]:
+        return sum(self.groups), self.N, self.K
+
+
+ROUTINGS = {
+    r.name: r
+    for r in (
+        Routing("ramp", (128, 256, 512, 768, 1024, 1536, 2048, 2560), 2048, 4096,
+                "8 experts receiving 128 to 2560 rows (8832 in all), N = 2048, K = 4096: every group a multiple of "
+                "128 rows, from one tile to twenty"),
+        Routing("mixtral", (682, 1391, 978, 1207, 843, 1130, 912, 1049), 14336, 4096,
+                "Mixtral-8x7B's expert w1 (K = hidden_size 4096, N = intermediate_size 14336) over 4096 tokens routed "
+                "to 2 of 8 experts each (8192 rows), unevenly: a routing chosen for the suite, no group a multiple "
+                "of a tile"),
+    )
+}
+
+
+def even_groups(M: int, count: int) -> tuple[int, ...]:
+    """M rows split into `count` groups as evenly as they go (the first M % count one row more)."""
+    return tuple(M // count + (g < M % count) for g in range(count))
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """How `compare.py --groups` splits each size's M rows: into `count` even groups, into these `rows`, or as
+    a named routing (ROUTINGS) does."""
+
+    count: int = 0
+    rows: tuple[int, ...] = ()
+    routing: str = ""
+
+    def split(self, M: int) -> tuple[int, ...]:
+        """The groups of an M-row A, or ValueError saying why these groups cannot hold M rows."""
+        if self.count:
+            return even_groups(M, self.count)
+        rows = ROUTINGS[self.routing].groups if self.routing else self.rows
+        if sum(rows) != M:
+            given = f"routing {self.routing}" if self.routing else "--groups"
+            raise ValueError(f"{given} holds {sum(rows)} rows, but a size has M = {M}: give sizes of "
+                             f"{sum(rows)}xNxK")
+        return rows
+
+
+def parse_groups(text: str) -> GroupSpec:
+    """"8": eight even groups of each size's rows; "128,0,512": the rows of each group (0: an empty group);
+    a routing's name: its rows (ROUTINGS)."""
+    text = text.strip().lower()
+    if text in ROUTINGS:
+        return GroupSpec(routing=text)
+    parts = [p.strip() for p in text.split(",")]
+    if not all(p.isdigit() for p in parts):
+        raise ValueError(f"--groups {text!r}: give a group count (8), the rows of each group (128,0,512) or a "
+                         f"routing ({', '.join(ROUTINGS)})")
+    if len(parts) == 1:
+        if int(parts[0]) == 0:
+            raise ValueError("--groups 0: a problem needs at least one group")
+        return GroupSpec(count=int(parts[0]))
+    return GroupSpec(rows=tuple(int(p) for p in parts))
+
+
+def make_offsets(groups: tuple[int, ...], device) -> torch.Tensor:
+    """torch._grouped_mm's offsets of these groups: int32, each group's end row (group g is rows
+    offsets[g - 1]:offsets[g], offsets[-1] = 0 implied)."""
+    ends = [0]
+    for rows in groups:
+        ends.append(ends[-1] + rows)
+    return torch.tensor(ends[1:], dtype=torch.int32, device=device)
+
+
+def by_group(product, a: torch.Tensor, b: torch.Tensor, groups: tuple[int, ...]) -> torch.Tensor:
+    """product(A's rows of g, B[g]) for every group, stacked into one float64 M×N tensor."""
+    out = torch.empty((a.shape[0], b.shape[-1]), dtype=torch.float64, device=a.device)
+    start = 0
+    for g, rows in enumerate(groups):
+        out[start:start + rows] = product(a[start:start + rows], b[g])
+        start += rows
+    return out
 
 
 BIAS_SEED = 7_919  # the bias's seed: the case's seed plus this
@@ -195,13 +300,19 @@ def parse_epilogue(name: str) -> Epilogue:
     return EPILOGUES[name]
 
 
-def reference(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None) -> torch.Tensor:
-    """act(A @ B + bias) in float64 on the operands' device (a batch of products for 3-D operands)."""
+def reference(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,
+              groups: tuple[int, ...] = ()) -> torch.Tensor:
+    """act(A @ B + bias) in float64 on the operands' device (a batch of products for 3-D operands; with
+    `groups`, A's rows of each group times that group's B)."""
+    if groups:
+        return EPILOGUES[epilogue].apply(by_group(lambda x, y: x.double() @ y.double(), a, b, groups), bias)
     return EPILOGUES[epilogue].apply(a.double() @ b.double(), bias)
 
 
-def magnitude(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """|A| @ |B| in float64: the sum of the absolute products behind each element."""
+def magnitude(a: torch.Tensor, b: torch.Tensor, groups: tuple[int, ...] = ()) -> torch.Tensor:
+    """|A| @ |B| in float64: the sum of the absolute products behind each element (group by group)."""
+    if groups:
+        return by_group(lambda x, y: x.double().abs() @ y.double().abs(), a, b, groups)
     return a.double().abs() @ b.double().abs()
 
 
@@ -265,12 +376,14 @@ def compare(c: torch.Tensor, ref: torch.Tensor, bound: float) -> CheckOutcome:
 
 
 def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precision, exact: bool = False,
-          epilogue: str = "none", bias: torch.Tensor | None = None, product_rounded: bool = False) -> CheckOutcome:
+          epilogue: str = "none", bias: torch.Tensor | None = None, product_rounded: bool = False,
+          groups: tuple[int, ...] = ()) -> CheckOutcome:
     """C against act(A @ B + bias): normwise and componentwise (exact: C must be the float64 result rounded to
     C's dtype, where the epilogue keeps integer inputs exact). product_rounded: C was computed as act(fl(A @ B) +
-    bias), A @ B rounded to C's dtype first (an unfused sequence): one more rounding, never exact."""
+    bias), A @ B rounded to C's dtype first (an unfused sequence): one more rounding, never exact. `groups`: rows
+    per group (see above)."""
     epi = EPILOGUES[epilogue]
-    pre = reference(a, b, "bias" if epi.bias else "none", bias)
+    pre = reference(a, b, "bias" if epi.bias else "none", bias, groups)
     ref = epi.activate(pre)
     K = a.shape[-1] + epi.bias  # the bias is one more term of the sum
     normwise = compare(c, ref, precision.bound(K))
@@ -282,7 +395,7 @@ def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precisio
         limit = torch.zeros_like(ref)
         outside = got != ref.to(c.dtype).double()
     else:
-        size = magnitude(a, b)
+        size = magnitude(a, b, groups)
         if epi.bias:
             size += bias.double().abs()  # in place: the check's float64 M×N tensors are what limits the size
         limit = precision.limits(K, size, ref, epi.slope, epi.evaluation(pre))

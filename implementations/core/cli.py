@@ -18,12 +18,12 @@ from tqdm import tqdm
 
 from . import bench, cuda_c, distributed, isolation, report, search, shapes, tuning_cache
 from ..tools import lessons, ncu, plots, profile, sanitize
-from .check import INPUTS, PRECISIONS
+from .check import INPUTS, PRECISIONS, ROUTINGS
 from .env import end_of_run, environment, set_cublas_math
 from .registry import LANGS, Variant, all_variants, config_label, select
 from .tasks import (BASELINE_PREPARE, BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task,
-                    baseline_label, parse_epilogues, parse_impls, parse_layouts, parse_modules, parse_rungs,
-                    parse_sizes, parse_sweep, plan, positive, skip_reason)
+                    baseline_label, parse_epilogues, parse_group_spec, parse_impls, parse_layouts, parse_modules,
+                    parse_rungs, parse_sizes, parse_sweep, plan, positive, skip_reason)
 from .traffic import run_tile
 
 DEFAULT_GPU_SIZES = "4096"
@@ -38,6 +38,8 @@ examples:
   python compare.py --impl triton,cublas --timing graph --sizes 256,512
   python compare.py --dtype bf16 --rungs 14,15 --sizes 8192 --rounds 3   clock drift shared out
   python compare.py --dtype bf16 --rungs 17 --epilogue bias+gelu --sizes 8192x8192x4096,4096
+  python compare.py --dtype bf16 --rungs 18 --groups ramp       mixture-of-experts: 8 ragged groups in one launch
+  python compare.py --dtype bf16 --rungs 18 --groups 128,0,640,300 --sizes 1068x2048x4096 --timing graph
   python compare.py --list
   python compare.py --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --plots out/
   python compare.py --rungs 11,15 --sizes 256,512,1024,2048,4096,8192 --json out/sweep.json --plots out/
@@ -94,6 +96,14 @@ def build_parser() -> argparse.ArgumentParser:
                         "torch's tanh form). cuBLAS fuses it through torch.addmm / torch._addmm_activation (one "
                         "product only), the unfused row runs torch's sequence (matmul, += bias, activation); "
                         "rungs that do not fuse it (--list) are skipped (default: none)")
+    p.add_argument("--groups", type=parse_group_spec, default=None, metavar="SPEC",
+                   help="grouped products (mixture-of-experts): A's M rows split into groups, one K×N matrix of B "
+                        "per group, C[rows of g] = A[rows of g] @ B[g] (torch._grouped_mm's offsets). SPEC: a group "
+                        "count (8: each size's M split evenly), the rows of each group (128,0,640,300: they must sum "
+                        f"to M; 0 is an empty group), or a routing: {', '.join(ROUTINGS)} (its groups, and its NxK "
+                        "when --sizes is not given; --groups list shows them). Baselines: the loop of torch.matmul "
+                        "(the cuBLAS row), the same loop in a CUDA graph, torch._grouped_mm; rungs without a "
+                        "grouped kernel (--list) are skipped (default: no groups)")
     p.add_argument("--shapes", type=shapes.parse, default=None, metavar="NAME[,NAME]",
                    help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)} "
                         f"({shapes.LIST}: print every shape and where it comes from)")
@@ -193,13 +203,20 @@ def list_rungs() -> str:
         in_place = " / ".join(f"{lang}: {','.join(v.layouts.get(lang, ('nn',)))}" for lang in LANGS
                               if getattr(v, lang) is not None)
         rows.append([v.tag, v.name, v.title, ", ".join(v.dtypes), configs, langs, in_place,
-                     ", ".join(v.batched) or "-", ", ".join(v.epilogues),
+                     ", ".join(v.batched) or "-", ", ".join(v.epilogues), ", ".join(v.grouped) or "-",
                      "broken on purpose" if v.expect_wrong else ""])
     table = tabulate(rows, ["rung", "name", "title", "dtypes", "configs", "languages", "layouts read in place",
-                            "batched kernel", "epilogues", ""], disable_numparse=True)
+                            "batched kernel", "epilogues", "grouped kernel", ""], disable_numparse=True)
     return (table + "\n\nOther layouts are copied to row-major inside the timed call, and a batch without a batched "
             "kernel is launched once per matrix; the result rows say so. A rung runs only the epilogues it fuses "
-            "(--epilogue); the others are skipped with the reason.")
+            "(--epilogue) and grouped products (--groups) where it has a grouped kernel; the others are skipped "
+            "with the reason.")
+
+
+def list_routings() -> str:
+    rows = [[r.name, len(r.groups), ",".join(map(str, r.groups)), "x".join(map(str, r.shape)), r.description]
+            for r in ROUTINGS.values()]
+    return tabulate(rows, ["routing", "G", "rows per group", "size", ""], disable_numparse=True, maxcolwidths=60)
 
 
 def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: torch.device, seed: int,
@@ -252,12 +269,15 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
                  inputs: str = "normal") -> bench.Result:
     """One task checked and timed; ratios: the baselines' times at this size measured so far ({impl}_ms)."""
     v = task.variant
-    rung, name = baseline_label(task.impl, task.epilogue) if v is None else (v.tag, v.name)
+    rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups)) if v is None else (v.tag, v.name)
     problem = {"inputs": inputs, "layout": task.layout, "batch": task.batch, "epilogue": task.epilogue}
     reason = skip_reason(task, dtype, device, cpu_limit_s)
+    if task.impl == "loop_graph" and timing is not None and timing.mode == "graph":
+        reason = "--timing graph times every row in a CUDA graph: the cuBLAS row is the loop graphed"
     if reason:
         return bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, note=reason,
-                            **problem)
+                            groups=bench.groups_text(task.groups), **problem)
+    problem["groups"] = task.groups
     # the ratios to the baselines measured before this one at this size (never to itself)
     baselines = {f"{impl}_ms": ratios.get(f"{impl}_ms") for impl in BASELINES if impl != task.impl}
     if v is None:
@@ -277,13 +297,14 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
 def measure_spec(spec: tuple, dtype: str, seed: int, timing, cpu_limit_s: float, ratios: dict,
                  inputs: str) -> bench.Result:
     """measure_task in a worker process: the task travels as (rung module, config, impl, shape, layout, batch,
-    epilogue)."""
-    module, config, impl, shape, layout, batch, epilogue = spec
+    epilogue, groups)."""
+    module, config, impl, shape, layout, batch, epilogue, groups = spec
     variant = importlib.import_module(module).VARIANT if module else None
     if torch.cuda.is_available():
         set_cublas_math(tf32=dtype == "tf32")
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
-    result = measure_task(Task(variant, config, impl, shape, layout, batch, epilogue), dtype, PRECISIONS[dtype], device,
+    result = measure_task(Task(variant, config, impl, shape, layout, batch, epilogue, groups), dtype, PRECISIONS[dtype],
+                          device,
                           seed, timing, cpu_limit_s, ratios, inputs)
     if result.status == bench.STATUS_ERROR and isolation.sticky_error(result.note) and impl == "cuda":
         result.note += f"; last CUDA C launch: {cuda_c.LAST_LAUNCH[0]}"
@@ -298,14 +319,15 @@ def sticky_result(result) -> str:
 def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int, *rest) -> bench.Result:
     """One task in the worker's process; a fault, a hang or a crash there becomes this task's result."""
     spec = (task.variant.module if task.variant else None, task.config, task.impl, task.shape, task.layout, task.batch,
-            task.epilogue)
+            task.epilogue, task.groups)
     outcome = worker.call(measure_spec, spec, dtype, seed, *rest)
     if outcome.kind == "ok":
         return outcome.value
     v = task.variant
-    rung, name = baseline_label(task.impl, task.epilogue) if v is None else (v.tag, v.name)
+    rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups)) if v is None else (v.tag, v.name)
     result = bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, seed=seed,
-                          layout=task.layout, batch=task.batch, epilogue=task.epilogue)
+                          layout=task.layout, batch=task.batch, epilogue=task.epilogue,
+                          groups=bench.groups_text(task.groups))
     if isinstance(outcome.value, bench.Result):
         result = outcome.value
     reason = outcome.value.note if isinstance(outcome.value, bench.Result) else outcome.value
@@ -317,9 +339,7 @@ def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int
         result.note = f"{reason} (--task-timeout); its process was ended, the tasks after it run in a fresh one"
     else:
         result.status, result.note = bench.STATUS_ERROR, reason
-    result.ms = result.ms_p20 = result.ms_p80 = result.tflops = result.pct_cublas = result.speedup_cpu = None
-    result.speedup_unfused = None
-    result.samples = []
+    bench.clear_figures(result)
     tqdm.write(f"{task.label}: {result.status}: {result.note}", file=sys.stderr)
     return result
 
@@ -333,7 +353,7 @@ def pool_rounds(group: list[tuple[int, Task]], results: dict[int, bench.Result],
         if not (result.samples and result.status == bench.STATUS_OK):
             continue
         bench.summarize(result, *(baseline_ms.get(impl) if impl != task.impl else None
-                                  for impl in ("cublas", "cpu", "unfused")))
+                                  for impl in ("cublas", "cpu", "unfused", "grouped_mm", "loop_graph")))
         result.timing = timing
         if task.variant is None:
             baseline_ms[task.impl] = result.ms
@@ -449,6 +469,19 @@ def main(argv: list[str] | None = None) -> int:
         print("--epilogue runs in the single-GPU comparison only, not with --distributed, --nproc, --sanitize or "
               "--ncu", file=sys.stderr)
         return 2
+    if args.groups == shapes.LIST:
+        print(list_routings())
+        return 0
+    if args.groups is not None:
+        options = (("--batch", args.batch), ("--epilogue", args.epilogue != ("none",)), ("--sweep", args.sweep),
+                   ("--distributed", args.distributed), ("--nproc", args.nproc), ("--sanitize", args.sanitize),
+                   ("--ncu", args.ncu))
+        clash = [option for option, given in options if given]
+        if clash:
+            print(f"--groups runs in the single-GPU comparison without {' or '.join(clash)}", file=sys.stderr)
+            return 2
+        if args.sizes is None and args.groups.routing:
+            args.sizes = [ROUTINGS[args.groups.routing].shape]
     if args.nproc:
         return distributed.launch(sys.argv[1:] if argv is None else list(argv), args.nproc)
     if args.list:
@@ -471,7 +504,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.distributed:
         return distributed.main(args, variants, sizes, seed)
     device = torch.device("cuda", torch.cuda.current_device()) if gpu else torch.device("cpu")
-    refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].dtype, device, args.batch)
+    try:
+        groups = [args.groups.split(M) for M, _, _ in sizes] if args.groups else None
+    except ValueError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].dtype, device, args.batch,
+                                  groups=len(groups[0]) if groups else 0)
     if refusal:
         print(refusal, file=sys.stderr)
         return 2
@@ -497,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shapes:
         log.add_section("Shapes", shapes.legend(args.shapes, "github"))
         log.add_records("shapes", [dataclasses.asdict(s) for s in args.shapes])
-    tasks = list(plan(variants, impls, sizes, args.layout, args.batch, args.epilogue))
+    tasks = list(plan(variants, impls, sizes, args.layout, args.batch, args.epilogue, groups))
     # The libraries read these at compile time, the searches at their first call, in this process and in the
     # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
     settings = ({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})

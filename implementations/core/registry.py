@@ -21,7 +21,7 @@ import torch
 from .check import EPILOGUES, LAYOUTS, PRECISIONS, parse_epilogue
 from .cuda_c import CudaSource
 from .search import Search
-from .validate import batch_of, check_bias, check_operands
+from .validate import batch_of, check_bias, check_groups, check_operands
 
 RUNG_MODULE = re.compile(r"v(\d{2})_([a-z][a-z0-9_]*)")
 RUNGS_PACKAGE = __package__.rpartition(".")[0]  # "implementations": the rung modules live at its top
@@ -31,7 +31,8 @@ LANGS = ("cuda", "triton")
 # config, checks the config, binds everything a launch needs, and returns a zero-argument `run` that
 # only launches (what the timer times) and returns the compiled kernel (CuPy RawKernel, Triton
 # CompiledKernel, or None under the interpreter) so that the shared layer can report its resources.
-# With an epilogue other than "none" it is also given `epilogue=` (a name of check.EPILOGUES) and `bias=`.
+# With an epilogue other than "none" it is also given `epilogue=` (a name of check.EPILOGUES) and `bias=`; for a
+# grouped product (a 2-D A of every group's rows, a 3-D B of one matrix per group) `offsets=` (check_groups).
 Launcher = Callable[..., Callable[[], Any]]
 
 
@@ -47,6 +48,7 @@ class Prepared(NamedTuple):
     note: str = ""  # what the run does besides the rung's kernel (copies of operands, a launch per matrix)
     bias: torch.Tensor | None = None  # the bias `run` reads, when it is not the one it was prepared with
     product_rounded: bool = False  # A @ B rounded to C's dtype before the epilogue (an unfused sequence)
+    host_sync: str = ""  # why `run` cannot be captured in a CUDA graph (it reads device values on the host)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,9 @@ class Variant:
     batched: tuple[str, ...] = ()
     # The epilogues (check.EPILOGUES) both languages apply before the store; the others are skipped, with the reason.
     epilogues: tuple[str, ...] = ("none",)
+    # The languages whose kernel computes a grouped product (mixture-of-experts: offsets into A's rows, a B per
+    # group) in one launch; the others are skipped for grouped problems, with the reason.
+    grouped: tuple[str, ...] = ()
 
     def __post_init__(self):
         match = RUNG_MODULE.fullmatch(self.stem)
@@ -119,7 +124,8 @@ class Variant:
         return launcher
 
     def prepare(self, lang: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
-                epilogue: str = "none", bias: torch.Tensor | None = None, **config: int) -> Prepared:
+                epilogue: str = "none", bias: torch.Tensor | None = None, offsets: torch.Tensor | None = None,
+                **config: int) -> Prepared:
         """Validate, allocate and bind once; the returned `run` only launches (and does what the kernel
         cannot: the copies of a layout it does not read, a launch per matrix of a batch without a batched
         kernel; both inside the timed call, and named in `Prepared.note`).
@@ -127,7 +133,8 @@ class Variant:
         a, b: matrices (M×K, K×N) or batches of them (3-D; one may stay 2-D, shared by the batch), each
         row-major or a transposed view of a row-major tensor. `out`: a row-major C to write into (a rank's
         rows of a gathered C) instead of a new one. `epilogue`: C = act(A @ B + bias) (check.EPILOGUES), one the
-        rung declares, with `bias` (N elements of the operands' dtype) where it adds one.
+        rung declares, with `bias` (N elements of the operands' dtype) where it adds one. `offsets`: a grouped
+        product (C[rows of g] = A[rows of g] @ B[g]; validate.check_groups), in a language the rung declares grouped.
         """
         launcher = self.launcher(lang)
         M, N, K = check_operands(
@@ -137,8 +144,13 @@ class Variant:
             raise ValueError(f"{self.stem} fuses no {epilogue} epilogue; it applies {', '.join(self.epilogues)}")
         check_bias(bias, a, N, EPILOGUES[epilogue].bias)
         fused = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias.detach()}
+        if offsets is not None:
+            check_groups(a, b, offsets)
+            if lang not in self.grouped:
+                raise ValueError(f"{self.stem} {lang} has no grouped kernel")
+            fused["offsets"] = offsets
         batch = batch_of(a, b)
-        batched = max(a.dim(), b.dim()) == 3
+        batched = max(a.dim(), b.dim()) == 3 and offsets is None
         a, b = a.detach(), b.detach()
         shape = (batch, M, N) if batched else (M, N)
         if out is None:
@@ -149,7 +161,7 @@ class Variant:
                              + ("" if out.is_contiguous() else ", not contiguous"))
         else:
             c = out
-        if M == 0 or N == 0 or (batched and batch == 0):  # nothing to compute; CUDA refuses an empty grid
+        if M == 0 or N == 0 or (batched and batch == 0):  # nothing to compute (no rows: no group has any either)
             return Prepared(lambda: None, c, (a, b))
         layout, copied = self.read_layout(lang, a, b)
         operands = tuple(torch.empty(t.shape, dtype=t.dtype, device=t.device) if name in copied else t
@@ -204,9 +216,10 @@ class Variant:
         return sorted(found, key=lambda m: m.__name__)
 
     def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, epilogue: str = "none",
-               bias: torch.Tensor | None = None, **config: int) -> torch.Tensor:
-        """C = act(A @ B + bias) with this rung's `lang` kernel (C = A @ B without an epilogue)."""
-        prepared = self.prepare(lang, a, b, epilogue=epilogue, bias=bias, **config)
+               bias: torch.Tensor | None = None, offsets: torch.Tensor | None = None, **config: int) -> torch.Tensor:
+        """C = act(A @ B + bias) with this rung's `lang` kernel (C = A @ B without an epilogue; with `offsets`, the
+        grouped product)."""
+        prepared = self.prepare(lang, a, b, epilogue=epilogue, bias=bias, offsets=offsets, **config)
         prepared.run()
         return prepared.out
 

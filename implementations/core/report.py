@@ -68,11 +68,12 @@ def _drop_empty_columns(header: list[str], body: list[list[str]]) -> tuple[list[
 
 
 def ladder_table(results: list[Result], fmt: str = "simple") -> str:
-    """One row per rung and config, CUDA C beside Triton; the baselines first (CPU, cuBLAS, and with an
-    epilogue the unfused torch sequence), their figures in the CUDA columns. ×CPU, ×unfused: that baseline's
-    time over the row's."""
-    header = ["rung", "config", "CUDA ms", "CUDA TFLOP/s", "CUDA %cuBLAS", "CUDA ×CPU", "CUDA ×unfused", "CUDA check",
-              "Triton ms", "Triton TFLOP/s", "Triton %cuBLAS", "Triton ×CPU", "Triton ×unfused", "Triton check"]
+    """One row per rung and config, CUDA C beside Triton; the baselines first (CPU, cuBLAS, with an epilogue
+    the unfused torch sequence, with groups torch._grouped_mm and the graphed loop), their figures in the CUDA
+    columns. ×CPU, ×unfused, ×grouped_mm, ×loop graph: that baseline's time over the row's."""
+    ratios = ["×CPU", "×unfused", "×grouped_mm", "×loop graph"]
+    header = ["rung", "config", *(f"{lang} {column}" for lang in ("CUDA", "Triton")
+                                  for column in ["ms", "TFLOP/s", "%cuBLAS", *ratios, "check"])]
     body = []
     for (rung, name, config), by_impl in _rows_by_rung(results).items():
         row = [f"{rung} {name}", config]
@@ -80,10 +81,11 @@ def ladder_table(results: list[Result], fmt: str = "simple") -> str:
             baseline = next((by_impl[b] for b in BASELINES if b in by_impl), None)
             r = by_impl.get(impl, baseline if impl == "cuda" else None)
             if r is None:
-                row += ["", "", "", "", "", ""]
+                row += [""] * (4 + len(ratios))
             else:
                 row += [_ms(r), _num(r.tflops, ".2f"), _num(r.pct_cublas, ".1f"), _speedup(r.speedup_cpu),
-                        _num(r.speedup_unfused, ".2f"), _check(r)]
+                        _num(r.speedup_unfused, ".2f"), _num(r.speedup_grouped_mm, ".2f"),
+                        _num(r.speedup_loop_graph, ".2f"), _check(r)]
         body.append(row)
     header, body = _drop_empty_columns(header, body)
     return tabulate(body, header, tablefmt=fmt, disable_numparse=True)

@@ -13,14 +13,15 @@ A rung's part:
   `(refresh, {candidate: launch})`: `refresh` is work every call repeats before launching (copying the
   operands into the padded buffers TMA needs; None when there is none), a launch only launches. With an
   epilogue (a rung that fuses one, core/check.py's EPILOGUES), `prepare` is also given `epilogue=` and
-  `bias=`, and the epilogue joins the problem's key: it changes the kernel.
+  `bias=`, and the epilogue joins the problem's key: it changes the kernel. A grouped product's `offsets=`
+  likewise, and its rows per group join the key (read on the host once, when the run is prepared).
   `each(launch)` builds one from a per-candidate `launch(a, b, c, candidate)`.
 - `tile(candidate)`: the BM×BN block tile it computes with (the roofline's traffic model).
 - `describe(candidate)`, and `family(candidate)` where candidates come in kinds (v11's Triton side races
   `tl.dot` configs against Gluon tiles): the report names the best of every other family too.
 
 At the first call for a problem (rung, language, GPU, dtype, layout, M, N, K, strides and 16-byte
-alignment, epilogue: what the kernels are specialised on) the choice comes from the tuning cache
+alignment, epilogue, groups: what the kernels are specialised on) the choice comes from the tuning cache
 (core/tuning_cache.py) when an earlier search, in any process, left one there; otherwise every candidate
 is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own timer) and the
 winner is saved there. Later calls launch the winner directly. The harness checks the output of that
@@ -46,6 +47,7 @@ from typing import Any
 import torch
 
 from . import tuning_cache
+from .validate import check_groups
 
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
 MODE_VARIABLE = "TVC_SEARCH"
@@ -142,7 +144,8 @@ class Search:
             raise ValueError(f"{self.rung} {self.lang}: two candidates are described alike; the tuning cache "
                              "knows a candidate by its description")
 
-    def key(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, epilogue: str = "none") -> str:
+    def key(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, epilogue: str = "none",
+            groups: tuple[int, ...] = ()) -> str:
         """The problem the kernels are specialised on, as canonical JSON: the key of the choices made in
         this process and of the tuning cache."""
         gpu = a.device.type == "cuda"
@@ -160,19 +163,24 @@ class Search:
         }
         if epilogue != "none":  # absent for none: a plain product keeps the key it has without the epilogue field
             problem["epilogue"] = epilogue
+        if groups:  # likewise absent for a product that is not grouped
+            problem["groups"] = list(groups)
         return json.dumps(problem, sort_keys=True)
 
     def one(self, a, b, c, candidate, **fused) -> Launch:
         """One candidate's whole call (refresh included), without the search: what the tests check.
-        `fused`: epilogue= and bias=, for a rung that fuses one."""
+        `fused`: epilogue= and bias=, for a rung that fuses one; offsets= for a grouped product."""
         refresh, launches = self.prepare(a, b, c, (candidate,), **fused)
         return _with_refresh(refresh, launches[candidate])
 
     def tuned(self, a, b, c, candidates: Sequence | None = None, **fused) -> TunedRun:
         """The run compare.py times: the first call searches (or takes the first candidate), later calls
-        launch the choice directly. `fused`: epilogue= and bias=, for a rung that fuses one."""
+        launch the choice directly. `fused`: epilogue= and bias=, for a rung that fuses one; offsets= for a
+        grouped product."""
         candidates = tuple(candidates or self.candidates)
-        key = self.key(a, b, c, fused.get("epilogue", "none"))
+        offsets = fused.get("offsets")
+        groups = () if offsets is None else tuple(check_groups(a, b, offsets))
+        key = self.key(a, b, c, fused.get("epilogue", "none"), groups)
         why_untimed = untimed_reason(a.device)
         if why_untimed:
             candidates = candidates[:1]

@@ -14,10 +14,11 @@ from dataclasses import dataclass
 import torch
 
 from . import bench
-from .check import PRECISIONS, parse_epilogue, parse_layout
+from .shapes import LIST
+from .check import PRECISIONS, GroupSpec, parse_epilogue, parse_groups, parse_layout
 from .registry import Variant, config_label, select
 
-IMPLS = ("cuda", "triton", "cublas", "cpu", "unfused")
+IMPLS = ("cuda", "triton", "cublas", "cpu", "unfused", "grouped_mm", "loop_graph")
 DEFAULT_TASK_TIMEOUT_S = 300.0  # per implementation and size: far above any correct rung's check and timing
 DEFAULT_CPU_LIMIT_S = 2.0  # the CPU baseline runs at the sizes where one call is estimated to take this long at most
 
@@ -61,6 +62,16 @@ def comma_list(parse_one):
 
 parse_layouts = comma_list(parse_layout)
 parse_epilogues = comma_list(lambda name: parse_epilogue(name).name)
+
+
+def parse_group_spec(text: str) -> GroupSpec | str:
+    """--groups: a GroupSpec, or shapes.LIST ("list": print the routings instead of running)."""
+    if text.strip().lower() == LIST:
+        return LIST
+    try:
+        return parse_groups(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def parse_impls(text: str) -> tuple[str, ...]:
@@ -114,48 +125,57 @@ class Task:
     layout: str = "nn"
     batch: int = 0
     epilogue: str = "none"
+    groups: tuple[int, ...] = ()  # rows per group of a grouped product (M in all)
 
     @property
     def case(self) -> tuple:
         """What the tasks of one comparison share: the problem."""
-        return self.shape, self.layout, self.batch, self.epilogue
+        return self.shape, self.layout, self.batch, self.epilogue, self.groups
 
     @property
     def label(self) -> str:
-        size = bench.size_label(self.shape, self.layout, self.batch, self.epilogue)
+        size = bench.size_label(self.shape, self.layout, self.batch, self.epilogue, self.groups)
         if self.variant is None:
             return f"{BASELINES[self.impl][0]} {size}"
         return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
 
 
 # The baselines, in the order they run (each result's ratios are taken to those before it): rung, name, and
-# how they are prepared (bench.py). The unfused torch sequence runs with an epilogue only.
+# how they are prepared (bench.py). The unfused torch sequence runs with an epilogue only, torch._grouped_mm and
+# the graphed loop with groups only (the cuBLAS row of a grouped product is the loop, launched kernel by kernel).
 BASELINES = {"cpu": ("CPU", "torch on the host"), "cublas": ("cuBLAS", "torch.matmul"),
-             "unfused": ("unfused", "torch: matmul, += bias, activation")}
-BASELINE_PREPARE = {"cpu": bench.cpu_prepare, "cublas": bench.cublas_prepare, "unfused": bench.unfused_prepare}
+             "unfused": ("unfused", "torch: matmul, += bias, activation"),
+             "grouped_mm": ("grouped_mm", "torch._grouped_mm"),
+             "loop_graph": ("loop graph", f"{bench.GROUPS_LOOP}, in a CUDA graph")}
+BASELINE_PREPARE = {"cpu": bench.cpu_prepare, "cublas": bench.cublas_prepare, "unfused": bench.unfused_prepare,
+                    "grouped_mm": bench.grouped_mm_prepare, "loop_graph": bench.loop_graph_prepare}
+GROUPS_ONLY = ("grouped_mm", "loop_graph")
 
 
-def baseline_label(impl: str, epilogue: str = "none") -> tuple[str, str]:
-    """A baseline's rung and name for this epilogue (the cuBLAS call differs by epilogue)."""
+def baseline_label(impl: str, epilogue: str = "none", grouped: bool = False) -> tuple[str, str]:
+    """A baseline's rung and name for this problem (the cuBLAS call differs by epilogue, and with groups)."""
     rung, name = BASELINES[impl]
-    return rung, bench.CUBLAS_CALLS[epilogue] if impl == "cublas" else name
+    if impl == "cublas":
+        name = bench.GROUPS_LOOP if grouped else bench.CUBLAS_CALLS[epilogue]
+    return rung, name
 
 
 def plan(variants: list[Variant], impls: tuple[str, ...], sizes, layouts: tuple[str, ...] = ("nn",),
-         batch: int = 0, epilogues: tuple[str, ...] = ("none",)) -> Iterator[Task]:
+         batch: int = 0, epilogues: tuple[str, ...] = ("none",), groups=None) -> Iterator[Task]:
     """Per size, layout and epilogue: the baselines first (the rungs' ratios need them), then every rung,
-    config and language."""
-    for shape in sizes:
+    config and language. `groups`: the rows per group of each size, in the order of `sizes` (grouped products)."""
+    for shape, rows in zip(sizes, groups or [()] * len(sizes)):
         for layout in layouts:
             for epilogue in epilogues:
                 for impl in BASELINES:
-                    if impl in impls and not (impl == "unfused" and epilogue == "none"):
-                        yield Task(None, {}, impl, shape, layout, batch, epilogue)
+                    if (impl in impls and not (impl == "unfused" and epilogue == "none")
+                            and not (impl in GROUPS_ONLY and not rows)):
+                        yield Task(None, {}, impl, shape, layout, batch, epilogue, rows)
                 for v in variants:
                     for config in v.configs:
                         for impl in impls:
                             if impl not in BASELINES:
-                                yield Task(v, dict(config), impl, shape, layout, batch, epilogue)
+                                yield Task(v, dict(config), impl, shape, layout, batch, epilogue, rows)
 
 
 def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:
@@ -171,6 +191,8 @@ def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float
         return f"no {task.impl} implementation"
     if task.epilogue not in v.epilogues:
         return f"fuses no {task.epilogue} epilogue (applies {', '.join(v.epilogues)})"
+    if task.groups and task.impl not in v.grouped:
+        return f"has no grouped {task.impl} kernel (the cuBLAS row is the loop of launches, one per group)"
     if dtype not in v.dtypes:
         return f"supports {', '.join(v.dtypes)} only"
     if device.type == "cuda" and torch.cuda.get_device_capability(device) < v.min_cc:

@@ -84,6 +84,33 @@ def check_bias(bias, a: torch.Tensor, N: int, needed: bool) -> None:
                          + ("" if bias.is_contiguous() else ", not contiguous"))
 
 
+def check_groups(a: torch.Tensor, b: torch.Tensor, offsets) -> tuple[int, ...]:
+    """The rows of each group of a grouped product (A: every group's rows, one after another; B: one K×N matrix
+    per group; offsets: torch._grouped_mm's, int32, each group's end row), or TypeError / ValueError saying what
+    is wrong. Reads the offsets on the host: call it when preparing, not in a timed call."""
+    if not isinstance(offsets, torch.Tensor):
+        raise TypeError(f"offsets must be a torch.Tensor of int32 group ends, got {type(offsets).__name__}")
+    if a.dim() != 2 or b.dim() != 3:
+        raise ValueError(f"a grouped product takes A as one matrix of every group's rows (2-D) and B as one matrix "
+                         f"per group (3-D), got {a.dim()}-D A and {b.dim()}-D B")
+    if offsets.dim() != 1 or offsets.dtype != torch.int32 or offsets.device != a.device:
+        raise ValueError(f"offsets must be a 1-D int32 tensor on {a.device}, got {offsets.dim()}-D {offsets.dtype} "
+                         f"on {offsets.device}")
+    if offsets.shape[0] != b.shape[0]:
+        raise ValueError(f"{offsets.shape[0]} offsets for {b.shape[0]} matrices of B: one group per matrix")
+    ends = [0, *offsets.tolist()]
+    for g in range(1, len(ends)):
+        if ends[g] < ends[g - 1]:
+            raise ValueError(f"offsets must be non-decreasing from 0: offsets[{g - 1}] = {ends[g]} follows "
+                             f"{ends[g - 1]}")
+    M = a.shape[0]
+    if ends[-1] != M:
+        where = "past the end of" if ends[-1] > M else "short of"
+        raise ValueError(f"the last offset is {ends[-1]}, {where} A's {M} rows: the groups must cover A's rows "
+                         "exactly")
+    return tuple(end - start for start, end in zip(ends, ends[1:]))
+
+
 def check_tile(TILE) -> None:
     """A tile side is a positive Python int (a launch shape and a template or constexpr argument)."""
     if not isinstance(TILE, int) or isinstance(TILE, bool):

@@ -1023,6 +1023,51 @@ def epilogue_traffic(variant: Variant, shape: tuple[int, int, int] = (8192, 8192
     return Diagram(f"{variant.tag}_traffic", caption, fig, {"unfused": unfused, "fused": fused, "saved": unfused - fused})
 
 
+def grouped_tiles(variant: Variant, routing: str = "mixtral") -> Diagram:
+    """A's rows in a routing's ragged groups and the BM-row tiles laid over each group from its first row (the
+    rung's first CUDA candidate's BM): the last tile of a group that is not a multiple of BM crosses into the
+    next group's rows, which it computes and does not store; beside it, the tiles padding every group to the
+    largest would take."""
+    from ..core.check import ROUTINGS
+
+    module = sys.modules[variant.module]
+    bm = module.CUDA_CANDIDATES[0].BM
+    groups = ROUTINGS[routing].groups
+    M = sum(groups)
+    fig, axes = _figure(1, width=11, height=3.0)
+    ax = axes[0]
+    start, tiles, straddling = 0, 0, 0
+    for g, rows in enumerate(groups):
+        _box(ax, start, 0.1, rows, 0.8, fill=FILLS[1 + g % 2], lw=0.6, gid=f"group-{g}")
+        ax.text(start + rows / 2, 0.5, f"g{g}: {rows}", ha="center", va="center", fontsize=FONT - 1)
+        count = triton.cdiv(rows, bm)
+        for t in range(count):
+            past = start + (t + 1) * bm > start + rows
+            # a crossing tile drawn over the next group's first one, a little lower: both cover those rows
+            _box(ax, start + t * bm, 1.35 if past else 1.2, bm, 0.6, fill=MARK if past else FILLS[0],
+                 hatch=MARK_HATCH if past else None, lw=0.4, gid="straddling" if past else "tile", zorder=3 if past else 2)
+        tiles, straddling = tiles + count, straddling + (rows % bm != 0)
+        start += rows
+    padded = len(groups) * triton.cdiv(max(groups), bm)
+    ax.set_xlim(0, M + bm)
+    ax.set_ylim(2.1, 0)
+    ax.set_yticks([0.5, 1.6], ["groups (rows)", f"tiles of {bm} rows"], fontsize=FONT)
+    ax.set_xlabel(f"rows of A (M = {M})", fontsize=FONT)
+    ax.tick_params(labelsize=FONT)
+    ax.set_title(f"{routing}: {len(groups)} groups, {tiles} tile rows end to end ({straddling} cross into the next "
+                 f"group's rows, dark); padded to the largest group, {padded}", fontsize=FONT + 1)
+    fig.suptitle(f"{variant.tag}: ragged groups, one persistent launch", fontsize=FONT + 3)
+    caption = (f"{variant.tag}: the {routing} routing's {len(groups)} groups of A's rows (M = {M}), and the tiles of "
+               f"BM = {bm} rows (the first CUDA candidate's) laid over each group from its first row, drawn from the "
+               f"routing, not measured. Each group's tiles follow the last group's, and the persistent grid walks them "
+               f"all: {tiles} tile rows, each times N / BN tiles. A tile that crosses its group's end (dark, hatched) "
+               f"reads the next group's rows through the same tensor map, computes them and stores only its group's "
+               f"rows, from registers; the others are stored by TMA. Padding every group to the largest would take "
+               f"{padded} tile rows, and a loop of one product per group pays a launch and a tail of idle SMs each.")
+    return Diagram(f"{variant.tag}_groups", caption, fig, {"tiles": tiles, "straddling": straddling, "padded": padded,
+                                                          "BM": bm})
+
+
 DIAGRAMS: dict[str, Callable[[Variant], list[Diagram]]] = {
     "v01_naive": naive_access,
     "v02_coalesced": naive_access,
@@ -1041,6 +1086,7 @@ DIAGRAMS: dict[str, Callable[[Variant], list[Diagram]]] = {
     "v15_warp_specialized": v15,
     "v16_wgmma_tf32": v16,
     "v17_fused_epilogue": lambda v: [epilogue_traffic(v)],
+    "v18_grouped": lambda v: [grouped_tiles(v)],
 }
 
 

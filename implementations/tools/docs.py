@@ -334,12 +334,18 @@ def pct(sources: list[str], ctx: Context) -> str:
 
 def sizes(sources: list[str], ctx: Context) -> str:
     """One row per size: cuBLAS's TFLOP/s, each rung's % of cuBLAS per language (and choices=yes: what
-    each search chose)."""
+    each search chose; baselines=NAME,...: those baselines' % of cuBLAS; a timing column where the
+    sources were timed differently)."""
     shaped = [shape for source in sources for shape in shapes(source, ctx)]
     rungs = list(dict.fromkeys(key for shape in shaped for key in shape.timed_rows()[0]))
     searched = {(r.rung, r.impl) for shape in shaped for r in shape.results if _choice(r)}
     with_choices = ctx.options.get("choices") == "yes"
-    header = ["size", "dtype", "cuBLAS TFLOP/s"]
+    baselines = [b for b in ctx.options.get("baselines", "").split(",") if b]
+    timings = [_load(ctx.root / shape.source).get("environment", {}).get("timing", "").split(":")[0]
+               for shape in shaped]
+    with_timing = len(set(timings)) > 1
+    header = ["size", "dtype"] + (["timing"] if with_timing else []) + ["cuBLAS TFLOP/s"]
+    header += [f"{name} %" for name in baselines]
     several = _with_several_configs(rungs)
     for rung, config in rungs:
         header += [f"{rung}{' ' + config if rung in several else ''} {LANG_NAMES[impl]} %" for impl in LANG_NAMES]
@@ -347,10 +353,14 @@ def sizes(sources: list[str], ctx: Context) -> str:
         header += [f"{rung} {LANG_NAMES[impl]} choice" for rung, _ in rungs for impl in LANG_NAMES
                    if (rung, impl) in searched]
     body = []
-    for shape in shaped:
+    for shape, timing in zip(shaped, timings):
         rows = shape.rows()
         cublas = shape.cublas
-        row = [size_label(shape.size), shape.dtype, _num(cublas.tflops if cublas else None, ".2f")]
+        row = [size_label(shape.size), shape.dtype] + ([timing] if with_timing else [])
+        row.append(_num(cublas.tflops if cublas else None, ".2f"))
+        for name in baselines:
+            r = next((r for r in shape.results if r.impl == name), None)
+            row.append("" if r is None else r.status if r.pct_cublas is None else f"{r.pct_cublas:.1f}")
         choices = []
         for key in rungs:
             for impl in LANG_NAMES:

@@ -66,9 +66,9 @@ def test_the_epilogue_is_in_the_search_key():
 
 def test_v17_instantiates_v15s_kernel_with_its_epilogues():
     """v17's .cu defines the epilogue types and nothing else: its kernels are v15's, by name; none is v15's own."""
-    assert all(name.startswith("warp_specialized<") and name.rsplit(",", 1)[1] in ("Bias>", "BiasRelu>", "BiasGelu>")
-               for name in v17.KERNELS.kernels)
-    assert all(name.endswith(",NoEpilogue>") for name in v15.KERNELS.kernels)
+    assert all(name.startswith("warp_specialized<") and name.rsplit(",", 2)[1] in ("Bias", "BiasRelu", "BiasGelu")
+               and name.endswith(",NoGroups>") for name in v17.KERNELS.kernels)
+    assert all(name.endswith(",NoEpilogue,NoGroups>") for name in v15.KERNELS.kernels)
     source = v17.KERNELS.path.read_text()
     assert '#include "v15_warp_specialized.cu"' in source and "__global__" not in source
 
@@ -130,18 +130,36 @@ def test_layouts_and_batches_with_an_epilogue_on_the_gpu(lang, epilogue):
     assert result.status == bench.STATUS_OK and "one launch per matrix" not in result.note, result.note
 
 
+# cuBLASLt's fused GELU (torch._addmm_activation(use_gelu=True)) on the H100 with torch 2.11 falls outside the
+# fp32-accumulation bound at these two ragged shapes (894 and 220 elements), while its fused ReLU, torch.addmm
+# and the unfused GELU pass there, and it passes at 1024³ and 2048³: docs/notes/v17.md. Strict, so that a
+# cuBLAS that fixes it fails this mark and the note is revisited.
+RAGGED = ((1000, 1100, 1028), (97, 64, 130))
+CUBLAS_GELU_RAGGED = pytest.mark.xfail(strict=True, reason="cuBLASLt's fused GELU at ragged shapes: docs/notes/v17.md")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shape", RAGGED + ((1024, 1024, 1024),), ids=param_id)
+@pytest.mark.parametrize("epilogue", list(EPILOGUES))
+@pytest.mark.parametrize("impl", ["cublas", "unfused"])
+def test_the_baselines_compute_the_epilogue(impl, epilogue, shape, request):
+    """cuBLASLt's fused epilogue (torch.addmm, torch._addmm_activation: GELU in the tanh form) and the unfused
+    sequence pass the same check as the rung."""
+    if (impl, epilogue) == ("cublas", "bias+gelu") and shape in RAGGED:
+        request.applymarker(CUBLAS_GELU_RAGGED)
+    set_cublas_math(tf32=False)  # as compare.py runs them: 16-bit partial sums reduced in fp32
+    prepare = bench.cublas_prepare if impl == "cublas" else bench.unfused_prepare
+    result = bench.measure(rung=impl, name=impl, config="", impl=impl, precision=PRECISIONS["bf16"], shape=shape,
+                           device=torch.device("cuda"), seed=5, prepare=prepare, epilogue=epilogue)
+    assert result.status == bench.STATUS_OK, (shape, result.note, result.worst)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("epilogue", list(EPILOGUES))
 @pytest.mark.parametrize("impl", ["cublas", "unfused"])
-def test_the_baselines_compute_the_epilogue(impl, epilogue):
-    """cuBLASLt's fused epilogue (torch.addmm, torch._addmm_activation: GELU in the tanh form) and the unfused
-    sequence pass the same check as the rung; the fused cuBLAS call refuses a batch, the unfused one runs it."""
-    set_cublas_math(tf32=False)  # as compare.py runs them: 16-bit partial sums reduced in fp32
+def test_the_fused_baseline_refuses_a_batch_the_unfused_one_runs_it(impl, epilogue):
+    set_cublas_math(tf32=False)
     prepare = bench.cublas_prepare if impl == "cublas" else bench.unfused_prepare
-    for shape in ((1000, 1100, 1028), (97, 64, 130)):
-        result = bench.measure(rung=impl, name=impl, config="", impl=impl, precision=PRECISIONS["bf16"], shape=shape,
-                               device=torch.device("cuda"), seed=5, prepare=prepare, epilogue=epilogue)
-        assert result.status == bench.STATUS_OK, (shape, result.note, result.worst)
     batched = bench.measure(rung=impl, name=impl, config="", impl=impl, precision=PRECISIONS["bf16"],
                             shape=(64, 48, 32), device=torch.device("cuda"), seed=5, prepare=prepare, batch=2,
                             epilogue=epilogue)

@@ -158,6 +158,23 @@ def test_the_ratios_and_the_traffic_of_a_timed_result(monkeypatch):
     assert result.tile == "4x8" and result.traffic_bytes == 4 * (8 * 10 * 2 + 10 * 9 * 2) + 4 * 8 * 9
 
 
+def test_a_run_that_reads_the_device_on_the_host_is_checked_but_not_timed_in_a_graph(monkeypatch):
+    timed = []
+    monkeypatch.setattr(bench, "time_ms", lambda fn, options, device: timed.append(options.mode) or [2.0])
+
+    def prepare(a, b):
+        return _fake(lambda a, b: a @ b)(a, b)._replace(host_sync="it reads the offsets on the host")
+
+    for mode in ("graph", "events"):
+        result = bench.measure(rung="v00", name="fake", config="", impl="grouped_mm", precision=FP32, shape=(8, 9, 10),
+                               device=torch.device("cpu"), seed=1, prepare=prepare,
+                               timing=bench.TimingOptions(mode=mode))
+        if mode == "graph":
+            assert result.status == bench.STATUS_REFUSED and "checked ok" in result.note
+            assert "offsets on the host" in result.note and not timed
+    assert result.status == bench.STATUS_OK and timed == ["events"]
+
+
 def test_the_cpu_timer_takes_at_least_min_runs_samples():
     calls = []
     samples = bench.time_cpu_ms(lambda: calls.append(1), bench.TimingOptions(rep_ms=0, min_runs=4))

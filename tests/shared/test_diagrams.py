@@ -405,3 +405,14 @@ def test_the_epilogue_traffic_counts_two_passes_over_c(drawn):
     c = 8192 * 8192 * 2
     assert d.facts["saved"] == 4 * c and d.facts["fused"] == (8192 * 4096 * 2) * 2 + 8192 * 2 + c
 
+
+
+def test_v18_counts_the_tiles_of_its_groups(drawn):
+    """The tile rows of the routing's groups, laid end to end, and those that cross a group's end, recomputed."""
+    from implementations.core.check import ROUTINGS
+
+    (d,) = drawn[0]["v18_grouped"]
+    bm, groups = d.facts["BM"], ROUTINGS["mixtral"].groups
+    assert d.facts["tiles"] == sum(-(-rows // bm) for rows in groups)
+    assert d.facts["straddling"] == sum(rows % bm != 0 for rows in groups) == len(patches(d.figure, "straddling"))
+    assert d.facts["padded"] == len(groups) * -(-max(groups) // bm) > d.facts["tiles"]

@@ -71,7 +71,15 @@ def test_tables_from_a_made_up_document(tmp_path):
     assert "[run.json](run.json): Test GPU, 2026-01-02 03:04 UTC" in ladder
 
     sizes = docs.generate("sizes run.json choices=yes", root, page)
-    assert "v98 CUDA C choice" in sizes and "BM=64 " in sizes
+    assert "v98 CUDA C choice" in sizes and "BM=64 " in sizes and "timing" not in sizes.splitlines()[0]
+
+    graph = json.loads((root / "run.json").read_text())
+    graph["environment"]["timing"] = "graph: ..."
+    graph["results"].append({**graph["results"][0], "rung": "grouped_mm", "impl": "grouped_mm", "pct_cublas": 93.5})
+    (root / "graph.json").write_text(json.dumps(graph))
+    both = docs.generate("sizes run.json graph.json baselines=grouped_mm", root, page).splitlines()
+    assert "| timing " in both[0] and "| grouped_mm % " in both[0]
+    assert "| events " in both[2] and "| graph " in both[3] and "| 93.5 " in both[3]
 
     only_v98 = docs.generate("pct run.json rungs=98", root, page)
     assert "v98 x" in only_v98 and "v97 x" not in only_v98

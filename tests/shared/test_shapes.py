@@ -171,14 +171,17 @@ def test_compare_refuses_before_it_allocates_or_runs(monkeypatch, capsys):
     ran = []
     monkeypatch.setattr(cli, "run_tasks", lambda *args, **kwargs: ran.append(args))
     monkeypatch.setattr(cli, "environment", lambda *args: ran.append("environment") or {})
-    monkeypatch.setattr(shapes, "check_memory", lambda sizes, dtype, device, batch:
-                        shapes.memory_refusal(sizes, dtype.itemsize, GIB, "Fake GPU", batch))
+    monkeypatch.setattr(shapes, "check_memory", lambda sizes, dtype, device, batch, groups=0:
+                        shapes.memory_refusal(sizes, dtype.itemsize, GIB, "Fake GPU", batch, groups))
     assert cli.main(["--shapes", "decode", "--impl", "triton"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("shape 128x57344x8192 needs about") and err.endswith("Fake GPU, which has 1.0 GiB free")
     assert shapes.memory_refusal([(2048, 2048, 2048)], 4, GIB, "Fake GPU") == "", "one product fits"
     assert cli.main(["--sizes", "2048", "--batch", "3", "--impl", "triton"]) == 2
     assert capsys.readouterr().err.startswith("shape 3×(2048x2048x2048) needs about")
+    assert shapes.memory_refusal([(512, 4096, 4096)], 2, GIB, "Fake GPU") == ""
+    assert cli.main(["--sizes", "512x4096x4096", "--groups", "64", "--impl", "triton"]) == 2, "B once per group"
+    assert capsys.readouterr().err.startswith("shape 512x4096x4096 needs about")
     assert not ran
 
 
