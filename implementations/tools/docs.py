@@ -51,6 +51,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from ..core import shapes as model_shapes
 from ..core.bench import STATUS_OK, STATUS_SKIPPED, Result
 from ..core.check import PRECISIONS
 from ..core.registry import all_variants
@@ -334,8 +335,8 @@ def pct(sources: list[str], ctx: Context) -> str:
 
 def sizes(sources: list[str], ctx: Context) -> str:
     """One row per size: cuBLAS's TFLOP/s, each rung's % of cuBLAS per language (and choices=yes: what
-    each search chose; baselines=NAME,...: those baselines' % of cuBLAS; a timing column where the
-    sources were timed differently)."""
+    each search chose; baselines=NAME,...: those baselines' % of cuBLAS; shapes=SET,...: each size's
+    label in those `--shapes` sets; a timing column where the sources were timed differently)."""
     shaped = [shape for source in sources for shape in shapes(source, ctx)]
     rungs = list(dict.fromkeys(key for shape in shaped for key in shape.timed_rows()[0]))
     searched = {(r.rung, r.impl) for shape in shaped for r in shape.results if _choice(r)}
@@ -344,7 +345,16 @@ def sizes(sources: list[str], ctx: Context) -> str:
     timings = [_load(ctx.root / shape.source).get("environment", {}).get("timing", "").split(":")[0]
                for shape in shaped]
     with_timing = len(set(timings)) > 1
-    header = ["size", "dtype"] + (["timing"] if with_timing else []) + ["cuBLAS TFLOP/s"]
+    labels = {}
+    if "shapes" in ctx.options:
+        try:
+            for s in model_shapes.resolve(ctx.options["shapes"]):  # a size two sets share gets both labels
+                key = "x".join(map(str, s.dims))
+                labels[key] = f"{labels[key]} / {s.label}" if key in labels else s.label
+        except ValueError as exc:
+            raise DocsError(str(exc)) from None
+    header = ["size"] + (["shape"] if labels else []) + ["dtype"] + (["timing"] if with_timing else [])
+    header.append("cuBLAS TFLOP/s")
     header += [f"{name} %" for name in baselines]
     several = _with_several_configs(rungs)
     for rung, config in rungs:
@@ -356,7 +366,8 @@ def sizes(sources: list[str], ctx: Context) -> str:
     for shape, timing in zip(shaped, timings):
         rows = shape.rows()
         cublas = shape.cublas
-        row = [size_label(shape.size), shape.dtype] + ([timing] if with_timing else [])
+        row = [size_label(shape.size)] + ([labels.get(shape.size, "")] if labels else []) + [shape.dtype]
+        row += [timing] if with_timing else []
         row.append(_num(cublas.tflops if cublas else None, ".2f"))
         for name in baselines:
             r = next((r for r in shape.results if r.impl == name), None)

@@ -81,6 +81,15 @@ def test_tables_from_a_made_up_document(tmp_path):
     assert "| timing " in both[0] and "| grouped_mm % " in both[0]
     assert "| events " in both[2] and "| graph " in both[3] and "| 93.5 " in both[3]
 
+    doc = json.loads((root / "run.json").read_text())
+    for r in doc["results"]:
+        r.update(M=1, N=6144, K=4096)
+    (root / "decode.json").write_text(json.dumps(doc))
+    labelled = docs.generate("sizes decode.json shapes=llama3-8b,mixtral-8x7b", root, page).splitlines()
+    assert "| shape " in labelled[0] and "llama3-8b qkv decode 1 / mixtral-8x7b qkv decode 1" in labelled[2]
+    with pytest.raises(docs.DocsError, match="unknown shape set"):
+        docs.generate("sizes decode.json shapes=llama9", root, page)
+
     only_v98 = docs.generate("pct run.json rungs=98", root, page)
     assert "v98 x" in only_v98 and "v97 x" not in only_v98
 
