@@ -48,11 +48,13 @@ class TimingOptions:
 
 
 def size_label(shape: tuple[int, int, int], layout: str = "nn", batch: int = 0, epilogue: str = "none",
-               groups: tuple[int, ...] = ()) -> str:
-    """"4096x4096x4096"; with a batch, a layout other than nn and an epilogue: "64×(512x512x512) tn bias+gelu";
-    with groups, their rows: "1024x512x256 G=3 (0,512,512)" (beyond eight groups, their range)."""
+               groups: tuple[int, ...] = (), shared: str = "") -> str:
+    """"4096x4096x4096"; with a batch, a layout other than nn and an epilogue: "64×(512x512x512) tn bias+gelu",
+    and with one operand shared by the batch: "64×(512x512x512) B shared"; with groups, their rows:
+    "1024x512x256 G=3 (0,512,512)" (beyond eight groups, their range)."""
     size = "x".join(map(str, shape))
     size = f"{batch}×({size})" if batch else size
+    size += f" {shared.upper()} shared" if shared else ""
     if groups:
         rows = ",".join(map(str, groups)) if len(groups) <= 8 else f"{min(groups)}-{max(groups)} rows"
         size += f" G={len(groups)} ({rows})"
@@ -109,11 +111,13 @@ class Result:
     batch: int = 0  # products in the batch; 0: one product of two matrices
     epilogue: str = "none"  # C = act(A @ B + bias) (check.EPILOGUES)
     groups: str = ""  # rows per group, "128,0,512" (groups_text); "": not grouped
+    shared: str = ""  # "a" or "b": that operand is one matrix shared by the batch
     samples: list[float] = field(default_factory=list, repr=False)  # every timed sample (ms); not written out
 
     @property
     def size(self) -> str:
-        return size_label((self.M, self.N, self.K), self.layout, self.batch, self.epilogue, groups_of(self.groups))
+        return size_label((self.M, self.N, self.K), self.layout, self.batch, self.epilogue, groups_of(self.groups),
+                          self.shared)
 
     @property
     def flops(self) -> float:
@@ -216,6 +220,7 @@ def measure(
     cpu_ms: float | None = None, tile_of: Callable[[Callable], tuple[int, int] | None] | None = None,
     inputs: str = "normal", layout: str = "nn", batch: int = 0, epilogue: str = "none", unfused_ms: float | None = None,
     groups: tuple[int, ...] = (), grouped_mm_ms: float | None = None, loop_graph_ms: float | None = None,
+    shared: str = "",
 ) -> Result:
     """Check one implementation on fresh inputs and, if it passed, time it, then check it again.
 
@@ -225,14 +230,14 @@ def measure(
     `tile_of(run)`: the block tile the prepared run computes with (asked after the first call, when an
     autotuned run has chosen), for the traffic model. With an epilogue (C = act(A @ B + bias)), `prepare` is
     also given `epilogue=` and a fresh `bias=`; with `groups` (rows per group: a grouped product of M rows in
-    all), `offsets=` (check.make_offsets).
+    all), `offsets=` (check.make_offsets); `shared` ("a" or "b"): that operand is one matrix for the batch.
     """
     M, N, K = shape
     result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed, inputs=inputs, layout=layout,
-                    batch=batch, epilogue=epilogue, groups=groups_text(groups))
+                    batch=batch, epilogue=epilogue, groups=groups_text(groups), shared=shared)
     exact = inputs == "integers"
     try:
-        a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch, groups)
+        a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch, groups, shared)
         bias = make_bias(N, K, precision, device, seed, inputs) if EPILOGUES[epilogue].bias else None
         problem = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias}
         if groups:

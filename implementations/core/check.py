@@ -122,10 +122,11 @@ def draw(shape: tuple[int, ...], kind: str, precision: Precision, gen: torch.Gen
 
 
 def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int, kind: str = "normal",
-                layout: str = "nn", batch: int = 0, groups: tuple[int, ...] = ()) -> tuple[torch.Tensor, torch.Tensor]:
-    """Fresh A (M×K) and B (K×N) of one input kind (see above), `batch` of each when batch > 0, or with
-    `groups` (rows per group, summing to M) one A and a B per group (G×K×N); the seed is recorded so a
-    failure can be replayed.
+                layout: str = "nn", batch: int = 0, groups: tuple[int, ...] = (),
+                shared: str = "") -> tuple[torch.Tensor, torch.Tensor]:
+    """Fresh A (M×K) and B (K×N) of one input kind (see above), `batch` of each when batch > 0 (but one
+    matrix of the operand `shared` names, "a" or "b", broadcast over the batch), or with `groups` (rows per
+    group, summing to M) one A and a B per group (G×K×N); the seed is recorded so a failure can be replayed.
 
     layout: "t" for an operand makes it a transposed view (C = A @ B with A = Sᵀ for a row-major S): the
     kernel sees the strides a column-major operand has. The values do not depend on the layout.
@@ -141,8 +142,13 @@ def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int,
         return a, placed_operand(draw((len(groups), K, N), kind, precision, gen), layout[1], precision, device)
 
     parse_layout(layout)
-    return (placed_operand(draw((*lead, M, K), kind, precision, gen), layout[0], precision, device),
-            placed_operand(draw((*lead, K, N), kind, precision, gen), layout[1], precision, device))
+    if shared not in ("", "a", "b") or (shared and not batch):
+        raise ValueError(f"a shared operand is a or b of a batch, not {shared!r}" if shared not in ("", "a", "b")
+                         else "a shared operand needs a batch (--batch B) to be shared by")
+    return (placed_operand(draw((*(() if shared == "a" else lead), M, K), kind, precision, gen), layout[0],
+                           precision, device),
+            placed_operand(draw((*(() if shared == "b" else lead), K, N), kind, precision, gen), layout[1],
+                           precision, device))
 
 
 def placed_operand(t: torch.Tensor, op: str, precision: Precision, device) -> torch.Tensor:

@@ -91,6 +91,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="B products of the --sizes matrices each, in one call (cuBLAS: torch.matmul on 3-D "
                         "operands, its batched GEMM); a rung without a batched kernel launches once per matrix "
                         "inside its timed call, saying so (default: one product)")
+    p.add_argument("--shared", choices=("a", "b"), default="",
+                   help="with --batch: one matrix of this operand (a: A, M×K; b: B, K×N) shared by every product "
+                        "of the batch, broadcast as torch.matmul does (default: each product has its own)")
     p.add_argument("--epilogue", type=parse_epilogues, default=("none",), metavar="NAME[,NAME]",
                    help="C = act(A @ B + bias), comma-separated from none, bias, bias+relu, bias+gelu (GELU in "
                         "torch's tanh form). cuBLAS fuses it through torch.addmm / torch._addmm_activation (one "
@@ -270,7 +273,8 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
     """One task checked and timed; ratios: the baselines' times at this size measured so far ({impl}_ms)."""
     v = task.variant
     rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups)) if v is None else (v.tag, v.name)
-    problem = {"inputs": inputs, "layout": task.layout, "batch": task.batch, "epilogue": task.epilogue}
+    problem = {"inputs": inputs, "layout": task.layout, "batch": task.batch, "epilogue": task.epilogue,
+               "shared": task.shared}
     reason = skip_reason(task, dtype, device, cpu_limit_s)
     if task.impl == "loop_graph" and timing is not None and timing.mode == "graph":
         reason = "--timing graph times every row in a CUDA graph: the cuBLAS row is the loop graphed"
@@ -297,15 +301,14 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
 def measure_spec(spec: tuple, dtype: str, seed: int, timing, cpu_limit_s: float, ratios: dict,
                  inputs: str) -> bench.Result:
     """measure_task in a worker process: the task travels as (rung module, config, impl, shape, layout, batch,
-    epilogue, groups)."""
-    module, config, impl, shape, layout, batch, epilogue, groups = spec
+    epilogue, groups, shared)."""
+    module, config, impl, shape, layout, batch, epilogue, groups, shared = spec
     variant = importlib.import_module(module).VARIANT if module else None
     if torch.cuda.is_available():
         set_cublas_math(tf32=dtype == "tf32")
     device = torch.device("cuda", torch.cuda.current_device()) if torch.cuda.is_available() else torch.device("cpu")
-    result = measure_task(Task(variant, config, impl, shape, layout, batch, epilogue, groups), dtype, PRECISIONS[dtype],
-                          device,
-                          seed, timing, cpu_limit_s, ratios, inputs)
+    result = measure_task(Task(variant, config, impl, shape, layout, batch, epilogue, groups, shared), dtype,
+                          PRECISIONS[dtype], device, seed, timing, cpu_limit_s, ratios, inputs)
     if result.status == bench.STATUS_ERROR and isolation.sticky_error(result.note) and impl == "cuda":
         result.note += f"; last CUDA C launch: {cuda_c.LAST_LAUNCH[0]}"
     return result
@@ -319,7 +322,7 @@ def sticky_result(result) -> str:
 def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int, *rest) -> bench.Result:
     """One task in the worker's process; a fault, a hang or a crash there becomes this task's result."""
     spec = (task.variant.module if task.variant else None, task.config, task.impl, task.shape, task.layout, task.batch,
-            task.epilogue, task.groups)
+            task.epilogue, task.groups, task.shared)
     outcome = worker.call(measure_spec, spec, dtype, seed, *rest)
     if outcome.kind == "ok":
         return outcome.value
@@ -327,7 +330,7 @@ def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int
     rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups)) if v is None else (v.tag, v.name)
     result = bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, seed=seed,
                           layout=task.layout, batch=task.batch, epilogue=task.epilogue,
-                          groups=bench.groups_text(task.groups))
+                          groups=bench.groups_text(task.groups), shared=task.shared)
     if isinstance(outcome.value, bench.Result):
         result = outcome.value
     reason = outcome.value.note if isinstance(outcome.value, bench.Result) else outcome.value
@@ -469,6 +472,9 @@ def main(argv: list[str] | None = None) -> int:
         print("--epilogue runs in the single-GPU comparison only, not with --distributed, --nproc, --sanitize or "
               "--ncu", file=sys.stderr)
         return 2
+    if args.shared and not args.batch:
+        print(f"--shared {args.shared} names the operand a batch shares: give --batch B too", file=sys.stderr)
+        return 2
     if args.groups == shapes.LIST:
         print(list_routings())
         return 0
@@ -536,7 +542,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.shapes:
         log.add_section("Shapes", shapes.legend(args.shapes, "github"))
         log.add_records("shapes", [dataclasses.asdict(s) for s in args.shapes])
-    tasks = list(plan(variants, impls, sizes, args.layout, args.batch, args.epilogue, groups))
+    tasks = list(plan(variants, impls, sizes, args.layout, args.batch, args.epilogue, groups, args.shared))
     # The libraries read these at compile time, the searches at their first call, in this process and in the
     # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
     settings = ({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})

@@ -126,15 +126,16 @@ class Task:
     batch: int = 0
     epilogue: str = "none"
     groups: tuple[int, ...] = ()  # rows per group of a grouped product (M in all)
+    shared: str = ""  # "a" or "b": that operand is one matrix shared by the batch
 
     @property
     def case(self) -> tuple:
         """What the tasks of one comparison share: the problem."""
-        return self.shape, self.layout, self.batch, self.epilogue, self.groups
+        return self.shape, self.layout, self.batch, self.epilogue, self.groups, self.shared
 
     @property
     def label(self) -> str:
-        size = bench.size_label(self.shape, self.layout, self.batch, self.epilogue, self.groups)
+        size = bench.size_label(self.shape, self.layout, self.batch, self.epilogue, self.groups, self.shared)
         if self.variant is None:
             return f"{BASELINES[self.impl][0]} {size}"
         return " ".join(p for p in (self.variant.tag, config_label(self.config), self.impl, size) if p)
@@ -161,21 +162,22 @@ def baseline_label(impl: str, epilogue: str = "none", grouped: bool = False) -> 
 
 
 def plan(variants: list[Variant], impls: tuple[str, ...], sizes, layouts: tuple[str, ...] = ("nn",),
-         batch: int = 0, epilogues: tuple[str, ...] = ("none",), groups=None) -> Iterator[Task]:
+         batch: int = 0, epilogues: tuple[str, ...] = ("none",), groups=None, shared: str = "") -> Iterator[Task]:
     """Per size, layout and epilogue: the baselines first (the rungs' ratios need them), then every rung,
-    config and language. `groups`: the rows per group of each size, in the order of `sizes` (grouped products)."""
+    config and language. `groups`: the rows per group of each size, in the order of `sizes` (grouped products);
+    `shared`: the operand ("a" or "b") that is one matrix for the whole batch."""
     for shape, rows in zip(sizes, groups or [()] * len(sizes)):
         for layout in layouts:
             for epilogue in epilogues:
                 for impl in BASELINES:
                     if (impl in impls and not (impl == "unfused" and epilogue == "none")
                             and not (impl in GROUPS_ONLY and not rows)):
-                        yield Task(None, {}, impl, shape, layout, batch, epilogue, rows)
+                        yield Task(None, {}, impl, shape, layout, batch, epilogue, rows, shared)
                 for v in variants:
                     for config in v.configs:
                         for impl in impls:
                             if impl not in BASELINES:
-                                yield Task(v, dict(config), impl, shape, layout, batch, epilogue, rows)
+                                yield Task(v, dict(config), impl, shape, layout, batch, epilogue, rows, shared)
 
 
 def skip_reason(task: Task, dtype: str, device: torch.device, cpu_limit_s: float = DEFAULT_CPU_LIMIT_S) -> str:

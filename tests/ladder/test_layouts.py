@@ -3,6 +3,8 @@
 copied inside its timed call and a batch without a batched kernel is launched per matrix, and the result's
 note says so. The bad-input errors of the problem (batches that differ, 4-D operands, unknown layouts)."""
 
+import json
+
 import pytest
 import torch
 
@@ -104,3 +106,24 @@ def test_list_shows_what_each_rung_reads_in_place():
     listing = cli.list_rungs()
     assert "layouts read in place" in listing and "batched kernel" in listing
     assert "copied to row-major inside the timed call" in listing
+
+
+@pytest.mark.parametrize("shared", ["a", "b"])
+def test_the_cli_runs_a_batch_with_a_shared_operand(shared, tmp_path, capsys):
+    """--batch 3 --shared a|b: that operand is one 2-D matrix broadcast over the batch (the cuBLAS row:
+    torch.matmul broadcasting), the check against the broadcast float64 product, the JSON saying which."""
+    a, b = make_inputs(5, 7, 3, PRECISIONS["fp32"], "cpu", 11, batch=4, shared=shared)
+    assert (a.dim(), b.dim()) == ((2, 3) if shared == "a" else (3, 2))
+    out = tmp_path / "run.json"
+    assert cli.main(["--dtype", "fp32", "--rungs", "3", "--impl", "triton", "--batch", "3", "--shared", shared,
+                     "--sizes", "9x5x6", "--json", str(out)]) == 0
+    assert f"3×(9x5x6) {shared.upper()} shared" in capsys.readouterr().out
+    records = [r for r in json.loads(out.read_text())["results"] if r["impl"] == "triton"]
+    assert records and all(r["status"] == "ok" and r["shared"] == shared and r["batch"] == 3 for r in records)
+
+
+def test_a_shared_operand_needs_a_batch(capsys):
+    assert cli.main(["--shared", "b", "--sizes", "8", "--impl", "triton"]) == 2
+    assert "--shared b names the operand a batch shares: give --batch B too" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="needs a batch"):
+        make_inputs(5, 7, 3, PRECISIONS["fp32"], "cpu", 11, shared="a")
