@@ -91,11 +91,11 @@ class Tile(NamedTuple):
         """A 1-D grid of one block per tile of C (the kernel maps blockIdx.x to a tile in grouped order)."""
         return (triton.cdiv(M, self.BM) * triton.cdiv(N, self.BN),)
 
-    def kernel(self, aligned: bool, layout: str = "nn") -> str:
-        """The instantiation for a layout ("nn", "nt", "tn", "tt") and rows copied in 16-byte chunks that are
-        16-byte aligned, or not (see `chunked_rows_aligned`)."""
+    def kernel(self, aligned: bool, layout: str = "nn", batched: bool = False) -> str:
+        """The instantiation for a layout ("nn", "nt", "tn", "tt"), rows copied in 16-byte chunks that are
+        16-byte aligned or not (see `chunked_rows_aligned`), and a batch of products or one."""
         a_t, b_t = (cpp_bool(op == "t") for op in layout)
-        return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)},{a_t},{b_t}>"
+        return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)},{a_t},{b_t},{cpp_bool(batched)}>"
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
@@ -114,8 +114,12 @@ CUDA_CANDIDATES = (
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
 )
-KERNELS = CudaSource(__name__, [t.kernel(aligned, layout) for layout in LAYOUTS for t in CUDA_CANDIDATES
-                                 for aligned in (True, False)])
+# A single product runs a kernel without the batch offsets (BATCHED false), except in nt: that layout is not
+# read in place (the registry copies B), and its single-product 128×128 kernels spill on sm_80.
+SINGLE = ("nn", "tn", "tt")
+KERNELS = CudaSource(__name__, [t.kernel(aligned, layout, batched) for layout in LAYOUTS for t in CUDA_CANDIDATES
+                                 for aligned in (True, False) for batched in (False, True)
+                                 if batched or layout in SINGLE])
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -153,7 +157,8 @@ def launch_candidate(a, b, c, tile: Tile):
     y = min(products, MAX_GRID[1])  # a longer batch continues along z
     grid = (*tile.grid(M, N), y, triton.cdiv(products, y))
     args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), np.int64(a_step), np.int64(b_step), np.int32(products))
-    return bind(KERNELS, tile.kernel(chunked_rows_aligned(a, b, c, layout), layout), grid, (tile.threads,), args)
+    kernel = tile.kernel(chunked_rows_aligned(a, b, c, layout), layout, batched=products > 1 or layout not in SINGLE)
+    return bind(KERNELS, kernel, grid, (tile.threads,), args)
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, each(launch_candidate), tile=lambda t: (t.BM, t.BN),

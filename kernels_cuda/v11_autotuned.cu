@@ -8,26 +8,31 @@
 // chunks). Batch: `products` products; matrix p of A at a + p·a_step (a_step 0: one A shared by the
 // batch), of B at b + p·b_step, of C at c + p·M·N. Launch: block (BM/WM)·(BN/WN)·32 threads, grid
 // (ceil(M/BM)·ceil(N/BN), min(products, 65535), ceil(products/65535)). Template <BM, BN, BK, WM, WN,
-// STAGES, GROUP_M, ALIGNED, A_T, B_T>; needs sm_80+. ALIGNED: the rows of C and of the operands copied
-// in 16-byte chunks (B unless B_T, A if A_T) start on 16-byte boundaries in every matrix of the batch.
+// STAGES, GROUP_M, ALIGNED, A_T, B_T, BATCHED>; needs sm_80+. ALIGNED: the rows of C and of the operands
+// copied in 16-byte chunks (B unless B_T, A if A_T) start on 16-byte boundaries in every matrix of the
+// batch. BATCHED false: one product, compiled without the batch offsets, which would otherwise turn the
+// operands' base addresses from kernel parameters into registers inside the k-loop (docs/notes/v11.md).
 // Blocks are scheduled roughly in blockIdx order. In row-major order the blocks in flight at one time
 // cover a few block rows and *all* block columns, so every column panel of B is streamed from DRAM
 // again for each block row. Grouped order walks GROUP_M block rows column by column: the blocks in
 // flight share GROUP_M row panels of A and a few column panels of B, which stay in L2.
 #include "v10_warptiling.cu"
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, bool ALIGNED, bool A_T, bool B_T>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, bool ALIGNED, bool A_T, bool B_T,
+          bool BATCHED>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, blocks_per_sm<BM, BN, BK>())
     autotuned(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M, int N, int K,
               long long a_step, long long b_step, int products) {
-    // the product of a batch this block computes: grid axis y, then z, as a batch may be longer than y's
-    // 65535 (a batch stride of 0: one shared operand); 64-bit offsets, as a batch may hold more than 2^31
-    // elements (within a matrix, 32-bit indices)
-    const long long product = blockIdx.z * static_cast<long long>(gridDim.y) + blockIdx.y;
-    if (product >= products) return;  // the last z-slab's spare blocks
-    a += product * a_step;
-    b += product * b_step;
-    c += product * M * N;
+    if constexpr (BATCHED) {
+        // the product of a batch this block computes: grid axis y, then z, as a batch may be longer than y's
+        // 65535 (a batch stride of 0: one shared operand); 64-bit offsets, as a batch may hold more than 2^31
+        // elements (within a matrix, 32-bit indices)
+        const long long product = blockIdx.z * static_cast<long long>(gridDim.y) + blockIdx.y;
+        if (product >= products) return;  // the last z-slab's spare blocks
+        a += product * a_step;
+        b += product * b_step;
+        c += product * M * N;
+    }
     // ---- 1. map this block to a tile of C, GROUP_M block rows at a time, column by column ----
     int block_m, block_n;
     grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, block_m, block_n);

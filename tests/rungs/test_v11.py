@@ -147,9 +147,25 @@ def test_launcher_asks_for_the_layouts_kernel_and_continues_a_long_batch_along_z
     tile = v11.CUDA_CANDIDATES[0]
     v11.launch_candidate(a, b[0], torch.empty(70000, 3, 5), tile)
     [(name, grid, args)] = launches
-    assert name == tile.kernel(False, "tt") == "autotuned<128,128,8,32,64,3,8,false,true,true>"
+    assert name == tile.kernel(False, "tt", batched=True) == "autotuned<128,128,8,32,64,3,8,false,true,true,true>"
     assert grid == (1, 65535, 2)
     assert args[3:] == (3, 5, 2, 6, 0, 70000)
+
+
+def test_one_product_takes_the_kernel_without_batch_offsets(monkeypatch):
+    """A single product (or a batch of one) launches the BATCHED=false instantiation, whose k-loop reads the
+    operands' base addresses as kernel parameters."""
+    launches = []
+    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args: launches.append(name))
+    tile = v11.CUDA_CANDIDATES[0]
+    for batch in (0, 1, 2):
+        a, b = make_inputs(8, 8, 8, FP32, "cpu", 1, batch=batch)
+        v11.launch_candidate(a, b, torch.empty(*a.shape[:-1], 8), tile)
+    assert [name.endswith(",false>") for name in launches] == [True, True, False]
+    assert all(name in v11.KERNELS.kernels for name in launches)
+    a, b = make_inputs(8, 8, 8, FP32, "cpu", 1, layout="nt")
+    v11.launch_candidate(a, b, torch.empty(8, 8), tile)
+    assert launches[-1].endswith(",true>") and launches[-1] in v11.KERNELS.kernels
 
 
 def test_other_strides_are_refused_in_one_line():
