@@ -22,8 +22,8 @@ from .check import INPUTS, PRECISIONS, ROUTINGS
 from .env import end_of_run, environment, set_cublas_math
 from .registry import LANGS, Variant, all_variants, config_label, select
 from .tasks import (BASELINE_PREPARE, BASELINES, DEFAULT_CPU_LIMIT_S, DEFAULT_TASK_TIMEOUT_S, IMPLS, Task,
-                    baseline_label, parse_epilogues, parse_group_spec, parse_impls, parse_layouts, parse_modules,
-                    parse_rungs, parse_sizes, parse_sweep, plan, positive, skip_reason)
+                    baseline_label, list_or, parse_epilogues, parse_group_spec, parse_impls, parse_layouts,
+                    parse_modules, parse_rungs, parse_sizes, parse_sweep, plan, positive, skip_reason)
 from .traffic import run_tile
 
 DEFAULT_GPU_SIZES = "4096"
@@ -107,7 +107,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "when --sizes is not given; --groups list shows them). Baselines: the loop of torch.matmul "
                         "(the cuBLAS row), the same loop in a CUDA graph, torch._grouped_mm; rungs without a "
                         "grouped kernel (--list) are skipped (default: no groups)")
-    p.add_argument("--shapes", type=shapes.parse, default=None, metavar="NAME[,NAME]",
+    p.add_argument("--shapes", type=list_or(shapes.resolve), default=None, metavar="NAME[,NAME]",
                    help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)} "
                         f"({shapes.LIST}: print every shape and where it comes from)")
     p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",

@@ -30,7 +30,6 @@ passes will.
 
 from __future__ import annotations
 
-import argparse
 import math
 from dataclasses import dataclass
 
@@ -147,16 +146,6 @@ def resolve(text: str) -> list[Shape]:
         raise ValueError(f"unknown shape set {', '.join(unknown) or repr(text)}; known: {', '.join(SETS)} "
                          f"(--shapes {LIST} shows them)")
     return list({(s.label, s.dims): s for name in names for s in SETS[name][1]}.values())
-
-
-def parse(text: str) -> list[Shape] | str:
-    """--shapes: the resolved shapes, or LIST."""
-    if text.strip().lower() == LIST:
-        return LIST
-    try:
-        return resolve(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
 def run_sizes(shapes: list[Shape]) -> list[tuple[int, int, int]]:

@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
 from . import bench
 from .shapes import LIST
-from .check import PRECISIONS, GroupSpec, parse_epilogue, parse_groups, parse_layout
+from .check import PRECISIONS, parse_epilogue, parse_groups, parse_layout
 from .registry import Variant, config_label, select
 
 IMPLS = ("cuda", "triton", "cublas", "cpu", "unfused", "grouped_mm", "loop_graph")
@@ -64,14 +65,21 @@ parse_layouts = comma_list(parse_layout)
 parse_epilogues = comma_list(lambda name: parse_epilogue(name).name)
 
 
-def parse_group_spec(text: str) -> GroupSpec | str:
-    """--groups: a GroupSpec, or shapes.LIST ("list": print the routings instead of running)."""
-    if text.strip().lower() == LIST:
-        return LIST
-    try:
-        return parse_groups(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from exc
+def list_or(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    """An option's parser that also takes shapes.LIST ("list": print the choices instead of running),
+    its errors one-line argparse errors."""
+    def parse_or_list(text: str):
+        if text.strip().lower() == LIST:
+            return LIST
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from exc
+
+    return parse_or_list
+
+
+parse_group_spec = list_or(parse_groups)  # --groups: a GroupSpec, or LIST
 
 
 def parse_impls(text: str) -> tuple[str, ...]:
