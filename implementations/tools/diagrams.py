@@ -1062,7 +1062,8 @@ def grouped_tiles(variant: Variant, routing: str = "mixtral") -> Diagram:
                f"routing, not measured. Each group's tiles follow the last group's, and the persistent grid walks them "
                f"all: {tiles} tile rows, each times N / BN tiles. A tile that crosses its group's end (dark, hatched) "
                f"reads the next group's rows through the same tensor map, computes them and stores only its group's "
-               f"rows, from registers; the others are stored by TMA. Padding every group to the largest would take "
+               f"rows, from registers; CUDA C stores the others by TMA (Triton stores every tile from registers, "
+               f"masked). Padding every group to the largest would take "
                f"{padded} tile rows, and a loop of one product per group pays a launch and a tail of idle SMs each.")
     return Diagram(f"{variant.tag}_groups", caption, fig, {"tiles": tiles, "straddling": straddling, "padded": padded,
                                                           "BM": bm})
