@@ -32,7 +32,9 @@ table out of the tile loop. Left out, as in v15's Triton side: warp specializati
 Constraints: fp16/bf16 on sm_90a. A row-major (MoE tokens), B per group row-major (G×K×N) or a transposed
 view of G stored N×K matrices (nn.Linear's weights): both read in place; other layouts copy A. Offsets:
 int32, non-decreasing, the last = A's rows (checked on the host when the run is prepared; the kernels
-clamp every group to A's rows besides). A plain product is one group; a batch runs matrix by matrix.
+clamp every group to A's rows besides). A plain product is one group; a batch runs matrix by matrix. The
+Triton side looks every tile's group up in vectors of G padded to a power of two: meant for the tens to
+hundreds of experts of MoE layers, not thousands of groups.
 
 What it should reach: above torch._grouped_mm (CUTLASS's grouped kernel for bf16) on MoE shapes, and
 above the loop of cuBLAS calls even when a CUDA graph removes the loop's launch cost.

@@ -134,9 +134,9 @@ def make_inputs(M: int, N: int, K: int, precision: Precision, device, seed: int,
     gen = torch.Generator(device="cpu").manual_seed(seed)
     lead = (batch,) if batch else ()
     if groups:
-        if batch or sum(groups) != M:
-            raise ValueError(f"the groups hold {sum(groups)} rows, but M = {M}" if not batch else
-                             "groups and a batch do not combine: give one or the other")
+        if batch or shared or sum(groups) != M:
+            raise ValueError("groups and a batch (or a shared operand) do not combine: give one or the other"
+                             if batch or shared else f"the groups hold {sum(groups)} rows, but M = {M}")
         parse_layout(layout)
         a = placed_operand(draw((M, K), kind, precision, gen), layout[0], precision, device)
         return a, placed_operand(draw((len(groups), K, N), kind, precision, gen), layout[1], precision, device)

@@ -93,9 +93,10 @@ def check_groups(a: torch.Tensor, b: torch.Tensor, offsets) -> tuple[int, ...]:
     if a.dim() != 2 or b.dim() != 3:
         raise ValueError(f"a grouped product takes A as one matrix of every group's rows (2-D) and B as one matrix "
                          f"per group (3-D), got {a.dim()}-D A and {b.dim()}-D B")
-    if offsets.dim() != 1 or offsets.dtype != torch.int32 or offsets.device != a.device:
-        raise ValueError(f"offsets must be a 1-D int32 tensor on {a.device}, got {offsets.dim()}-D {offsets.dtype} "
-                         f"on {offsets.device}")
+    if offsets.dim() != 1 or offsets.dtype != torch.int32 or offsets.device != a.device or not offsets.is_contiguous():
+        raise ValueError(f"offsets must be a contiguous 1-D int32 tensor on {a.device} (the kernels read them as an "
+                         f"array), got {offsets.dim()}-D {offsets.dtype} on {offsets.device}"
+                         + ("" if offsets.is_contiguous() else f", strides {offsets.stride()}"))
     if offsets.shape[0] != b.shape[0]:
         raise ValueError(f"{offsets.shape[0]} offsets for {b.shape[0]} matrices of B: one group per matrix")
     ends = [0, *offsets.tolist()]

@@ -130,10 +130,9 @@ def test_layouts_and_batches_with_an_epilogue_on_the_gpu(lang, epilogue):
     assert result.status == bench.STATUS_OK and "one launch per matrix" not in result.note, result.note
 
 
-# cuBLASLt's fused GELU (torch._addmm_activation(use_gelu=True)) on the H100 with torch 2.11 falls outside the
-# fp32-accumulation bound at these two ragged shapes (894 and 220 elements), while its fused ReLU, torch.addmm
-# and the unfused GELU pass there, and it passes at 1024³ and 2048³: docs/notes/v17.md. Strict, so that a
-# cuBLAS that fixes it fails this mark and the note is revisited.
+# cuBLASLt's fused GELU (torch._addmm_activation(use_gelu=True)) falls outside the fp32-accumulation bound at
+# these two ragged shapes, where its fused ReLU, torch.addmm and the unfused GELU pass (docs/notes/v17.md).
+# Strict, so that a cuBLAS that fixes it fails this mark and the note is revisited.
 RAGGED = ((1000, 1100, 1028), (97, 64, 130))
 CUBLAS_GELU_RAGGED = pytest.mark.xfail(strict=True, reason="cuBLASLt's fused GELU at ragged shapes: docs/notes/v17.md")
 

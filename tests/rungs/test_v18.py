@@ -71,6 +71,23 @@ def test_nothing_is_written_past_c(N, device):
         assert check(c, a, b, PRECISIONS["fp16"], groups=groups).ok
 
 
+@pytest.mark.parametrize("layout", v18.LAYOUTS)
+@pytest.mark.parametrize("search", [v18.TRITON_SEARCH, v18.CUDA_SEARCH], ids=lambda s: s.lang)
+def test_a_tile_past_the_last_group_stores_none_of_its_rows(search, layout, device):
+    """Offsets that end before A's last row (launched directly, past the host's check): the rows after the
+    last group are in no group, so every tile that reaches them must leave them as they were. A row mask at a
+    group's end that is off by one, or a TMA store where a masked one belongs, writes them."""
+    skip_unless_runnable(V18, search.lang, "fp16", device)
+    a, b = make_inputs(40, 24, 16, PRECISIONS["fp16"], device, 3, layout=layout, groups=(10, 0, 30))
+    offsets = torch.tensor([10, 10, 25], dtype=torch.int32, device=device)
+    c = torch.empty(40, 24, dtype=torch.float16, device=device)
+    for candidate in search.candidates:
+        poison(c)
+        search.one(a, b, c, candidate, offsets=offsets)()
+        assert c[25:].isnan().all(), search.describe(candidate)
+        assert check(c[:25], a[:25], b, PRECISIONS["fp16"], groups=(10, 0, 15)).ok, search.describe(candidate)
+
+
 def test_integer_inputs_are_exact_through_the_registry(device):
     """compare.py's path: Variant.prepare validates the offsets and launches the tuned run."""
     skip_unless_runnable(V18, "triton", "fp16", device)
@@ -127,6 +144,9 @@ def test_offsets_of_another_type_or_shape_are_refused(device):
     a, b = torch.randn(10, 8, device=device).half(), torch.randn(2, 8, 4, device=device).half()
     with pytest.raises(ValueError, match="1-D int32 tensor"):
         V18.prepare("triton", a, b, offsets=torch.tensor([3, 10], device=device))
+    strided = torch.tensor([3, 99, 10, 99], dtype=torch.int32, device=device)[::2]  # valid values, not an array
+    with pytest.raises(ValueError, match="contiguous 1-D int32 tensor .* strides \\(2,\\)"):
+        V18.prepare("triton", a, b, offsets=strided)
     with pytest.raises(TypeError, match="offsets must be a torch.Tensor"):
         V18.prepare("triton", a, b, offsets=[3, 10])
     with pytest.raises(ValueError, match="2-D\\) and B as one matrix per group"):
