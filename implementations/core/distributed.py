@@ -34,6 +34,7 @@ import dataclasses
 import datetime
 import math
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -57,6 +58,7 @@ NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "N
 STRATEGIES = ("rows", "overlap")
 DEFAULT_CHUNKS = 4
 DEFAULT_TIMEOUT_S = 300.0
+GATHER_MIB = (1, 16, 64, 256)  # one rank's share of an all-gather: the sizes of the bandwidth ceiling
 TORCHRUN_VARIABLES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT")
 # The gather into one tensor: torch 2.13 renamed it (and deprecates the old name), torch 2.11 has the old one.
 all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
@@ -84,8 +86,10 @@ class RankFailed(RuntimeError):
 
 
 def default_rungs(dtype: str) -> list[Variant]:
-    """The highest correct rung that takes this dtype: the per-rank kernel worth scaling."""
-    usable = [v for v in all_variants() if dtype in v.dtypes and not v.expect_wrong]
+    """The highest correct rung that takes this dtype and computes the plain product (the grouped and
+    fused-epilogue rungs exist for other problems): the per-rank kernel worth scaling."""
+    usable = [v for v in all_variants()
+              if dtype in v.dtypes and not v.expect_wrong and not v.grouped and v.epilogues == ("none",)]
     return usable[-1:]
 
 
@@ -231,6 +235,48 @@ def _median(samples: list[float]) -> float:
     return float(np.median(samples))
 
 
+def gather_record(mib: int, world: int, ms: float) -> dict:
+    """nccl-tests' conventions: algorithm bandwidth is the gathered bytes over the time; bus bandwidth,
+    algbw·(W-1)/W, is what each GPU's links carried, comparable across rank counts."""
+    gathered = mib * 2**20 * world
+    algbw = gathered / (ms * 1e-3) / 1e9
+    return {"MiB per rank": mib, "ranks": world, "ms": round(ms, 4), "algbw GB/s": round(algbw, 1),
+            "busbw GB/s": round(algbw * (world - 1) / world, 1)}
+
+
+def gather_bandwidth(rank: Rank, timing: TimingOptions) -> list[dict]:
+    """NCCL's all-gather alone at a few sizes, timed as the strategies' steps are: the ceiling for their
+    communication."""
+    records = []
+    for mib in GATHER_MIB:
+        block = torch.ones(mib * 2**20 // 2, dtype=torch.bfloat16, device=rank.device)
+        gathered = torch.empty(rank.world * block.numel(), dtype=block.dtype, device=rank.device)
+        ms = _median(time_steps(lambda: all_gather(gathered, block), timing, rank.device, rank.world))
+        records.append(gather_record(mib, rank.world, ms))
+    return records
+
+
+def topology() -> str:
+    """How the GPUs are linked, from `nvidia-smi topo -m`: the link between each pair (NV18: 18 NVLinks)."""
+    try:
+        text = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"unknown ({_one_line(exc)})"
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line).rstrip() for line in text.splitlines()]
+    header = next((line.split("\t") for line in lines if line.lstrip().startswith("GPU0")), None)
+    if header is None:
+        return "unknown (nvidia-smi topo -m printed no GPU matrix)"
+    columns = {i: name.strip() for i, name in enumerate(header) if re.fullmatch(r"GPU\d+", name.strip())}
+    links = []
+    for line in lines:
+        cells = line.split("\t")
+        row = cells[0].strip()
+        if re.fullmatch(r"GPU\d+", row):
+            links += [f"{row}-{name} {cells[i].strip()}" for i, name in columns.items()
+                      if i < len(cells) and int(name[3:]) > int(row[3:])]
+    return ", ".join(links) or "one GPU"
+
+
 def new_result(variant: Variant | None, impl: str, config: dict, strategy: str, shape, dtype: str, rank: Rank,
                chunks: int, seed: int, inputs: str) -> DistResult:
     rung, name = ("cuBLAS", "torch.matmul") if variant is None else (variant.tag, variant.name)
@@ -351,6 +397,10 @@ def dist_table(results: list[DistResult], fmt: str = "simple") -> str:
     return tabulate(body, header, tablefmt=fmt, disable_numparse=True)
 
 
+def gather_table(records: list[dict], fmt: str = "simple") -> str:
+    return tabulate([list(r.values()) for r in records], list(records[0]), tablefmt=fmt, disable_numparse=True)
+
+
 def tables(group: list[DistResult]) -> list[str]:
     return [dist_table(group, "github"), report.notes_table(group, "github")]
 
@@ -385,9 +435,17 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
                     "timing": ("events around each step after a host barrier and an L2 flush; the slowest rank "
                                f"per step, median of >= {args.min_runs} steps and >= {args.rep} ms") if gpu
                     else "none (no GPU: the ranks check the product, nothing is timed)"})
+        if gpu:
+            env["GPU links"] = topology()
         print(report.env_table(env))
         log = report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown,
                                columns=DIST_COLUMNS, tables=tables)
+    if gpu and rank.world > 1:
+        gathers = gather_bandwidth(rank, timing)
+        if lead:
+            log.add_records("all-gather", gathers)
+            log.add_section("NCCL all-gather alone", gather_table(gathers, "github"))
+            print("\nNCCL all-gather alone (the ceiling for the strategies' communication)\n" + gather_table(gathers))
     impls = args.impl if gpu else tuple(i for i in args.impl if i != "cuda")
     plan = list(cases(variants, impls, args.strategies))
     status = 0

@@ -443,14 +443,18 @@ def ncu(sources: list[str], ctx: Context) -> str:
 def distributed(sources: list[str], ctx: Context) -> str:
     """A distributed run (`compare.py --distributed --json`): per size, every kernel and strategy with the
     slowest rank's step, TFLOP/s per GPU, scaling efficiency, compute and all-gather times."""
-    from ..core.distributed import DistResult, dist_table
+    from ..core.distributed import DistResult, dist_table, gather_table
 
     parts = []
     known = {f.name for f in dataclasses.fields(DistResult)}
     for source in sources:
-        records = _load(ctx.root / source)["results"]
+        doc = _load(ctx.root / source)
+        records = doc["results"]
         if not records or "strategy" not in records[0]:
             raise DocsError(f"{source} is not a distributed run (written by compare.py --distributed --json)")
+        if doc.get("all-gather"):
+            parts.append(f"NCCL's all-gather alone ({doc['environment'].get('GPU links', 'links unknown')}):"
+                         f"\n\n{gather_table(doc['all-gather'], 'github')}")
         results = [DistResult(**{k: v for k, v in r.items() if k in known}) for r in records]
         for (size, dtype), group in by_shape(results).items():
             world = max(r.world for r in group)
