@@ -12,6 +12,12 @@ The strategies for C = A @ B (M×K times K×N) on W ranks:
   rank r computes block r, then one all-gather assembles C.
 - overlap: A cut into W·chunks blocks dealt round-robin: at step j rank r computes block j·W + r, and
   step j's all-gather runs on NCCL's own stream while step j+1 computes on the default stream.
+- push: the blocks of overlap, but each rank copies its finished block straight into the other ranks' C
+  (symmetric memory: every rank's C is mapped into its peers' address space) with the copy engines, on a
+  side stream. NCCL's kernels need SMs, and a persistent GEMM holding every SM leaves them none until it
+  ends; a copy engine needs no SM, so the copies run under the next block's GEMM. A barrier between the
+  ranks before the first copy (no rank writes into a C its owner still reads) and after the last (every
+  peer's rows have landed) brackets the step. GPUs only.
 Every rank writes its blocks straight into their rows of one padded C buffer, so each all-gather runs in
 place and C is the buffer's first M rows: no copy anywhere.
 
@@ -55,7 +61,7 @@ from .env import environment, set_cublas_math
 from .registry import Variant, all_variants, config_label
 
 NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
-STRATEGIES = ("rows", "overlap")
+STRATEGIES = ("rows", "overlap", "push")
 DEFAULT_CHUNKS = 4
 DEFAULT_TIMEOUT_S = 300.0
 GATHER_MIB = (1, 16, 64, 256)  # one rank's share of an all-gather: the sizes of the bandwidth ceiling
@@ -68,7 +74,7 @@ all_gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_te
 class DistResult(Result):
     """One kernel and strategy: the check of the whole product, and the step's figures (slowest rank)."""
 
-    strategy: str = ""  # "single", "rows", "overlap"
+    strategy: str = ""  # "single", or one of STRATEGIES
     world: int = 1
     chunks: int = 1
     compute_ms: float | None = None  # the rank's kernels alone
@@ -135,6 +141,37 @@ class Step:
             work.wait()
 
 
+@dataclass
+class PushStep(Step):
+    """The push strategy's step: per block, copies into every peer's C on `stream`, between two barriers."""
+
+    pushes: list[list[tuple[torch.Tensor, torch.Tensor]]]  # per step: (this rank's block, a peer's same rows)
+    handle: object  # the symmetric memory of C: the barriers
+    stream: torch.cuda.Stream
+
+    def _push(self, copies: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
+        self.stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(self.stream):
+            for block, peer in copies:
+                peer.copy_(block)  # a device-to-device memcpy over NVLink: the copy engines, no SM
+
+    def __call__(self) -> None:
+        self.handle.barrier(channel=0)
+        for launch, copies in zip(self.launches, self.pushes):
+            if launch is not None:
+                launch()
+            self._push(copies)
+        torch.cuda.current_stream().wait_stream(self.stream)
+        self.handle.barrier(channel=0)
+
+    def communicate(self) -> None:
+        self.handle.barrier(channel=0)
+        for copies in self.pushes:
+            self._push(copies)
+        torch.cuda.current_stream().wait_stream(self.stream)
+        self.handle.barrier(channel=0)
+
+
 def kernel(variant: Variant | None, impl: str, config: dict, a: torch.Tensor, b: torch.Tensor,
            c: torch.Tensor) -> Callable[[], object] | None:
     """A launch computing c = a @ b with the rung's `impl` kernel, or torch.matmul (variant None)."""
@@ -145,17 +182,31 @@ def kernel(variant: Variant | None, impl: str, config: dict, a: torch.Tensor, b:
     return variant.prepare(impl, a, b, out=c, **config).run
 
 
-def build_step(variant, impl, config, a, b, world: int, rank: int, chunks: int, overlap: bool):
+def build_step(variant, impl, config, a, b, world: int, rank: int, chunks: int, strategy: str):
     """This rank's Step and the padded C buffer it gathers into (C is its first M rows)."""
     M, N = a.shape[0], b.shape[1]
     size = block_rows(M, world, chunks)
-    out = torch.empty((world * chunks * size, N), dtype=a.dtype, device=a.device)
-    launches, gathers = [], []
+    shape = (world * chunks * size, N)
+    handle = None
+    if strategy == "push":
+        from torch.distributed import _symmetric_memory as symm_mem
+
+        out = symm_mem.empty(shape, dtype=a.dtype, device=a.device)
+        handle = symm_mem.rendezvous(out, dist.group.WORLD)
+    else:
+        out = torch.empty(shape, dtype=a.dtype, device=a.device)
+    launches, gathers, pushes = [], [], []
     for j, (first, rows) in enumerate(blocks(M, world, chunks, rank)):
         launches.append(kernel(variant, impl, config, a[first:first + rows], b, out[first:first + rows]))
         start = j * world * size
-        gathers.append((out[start + rank * size:start + (rank + 1) * size], out[start:start + world * size]))
-    return Step(launches, gathers, overlap), out
+        mine = slice(start + rank * size, start + (rank + 1) * size)
+        gathers.append((out[mine], out[start:start + world * size]))
+        if handle is not None:
+            pushes.append([(out[mine], handle.get_buffer(peer, shape, out.dtype)[mine])
+                           for peer in range(world) if peer != rank])
+    if handle is not None:
+        return PushStep(launches, gathers, True, pushes, handle, torch.cuda.Stream(a.device)), out
+    return Step(launches, gathers, strategy == "overlap"), out
 
 
 @dataclass
@@ -235,24 +286,35 @@ def _median(samples: list[float]) -> float:
     return float(np.median(samples))
 
 
-def gather_record(mib: int, world: int, ms: float) -> dict:
+def gather_record(via: str, mib: int, world: int, ms: float) -> dict:
     """nccl-tests' conventions: algorithm bandwidth is the gathered bytes over the time; bus bandwidth,
     algbw·(W-1)/W, is what each GPU's links carried, comparable across rank counts."""
     gathered = mib * 2**20 * world
     algbw = gathered / (ms * 1e-3) / 1e9
-    return {"MiB per rank": mib, "ranks": world, "ms": round(ms, 4), "algbw GB/s": round(algbw, 1),
+    return {"via": via, "MiB per rank": mib, "ranks": world, "ms": round(ms, 4), "algbw GB/s": round(algbw, 1),
             "busbw GB/s": round(algbw * (world - 1) / world, 1)}
 
 
 def gather_bandwidth(rank: Rank, timing: TimingOptions) -> list[dict]:
-    """NCCL's all-gather alone at a few sizes, timed as the strategies' steps are: the ceiling for their
-    communication."""
+    """The gather alone at a few sizes, timed as the strategies' steps are, both ways the strategies move
+    C: NCCL's all-gather (overlap, rows) and the copy engines' pushes between barriers (push). The
+    ceiling for their communication."""
+    from torch.distributed import _symmetric_memory as symm_mem
+
     records = []
     for mib in GATHER_MIB:
-        block = torch.ones(mib * 2**20 // 2, dtype=torch.bfloat16, device=rank.device)
-        gathered = torch.empty(rank.world * block.numel(), dtype=block.dtype, device=rank.device)
-        ms = _median(time_steps(lambda: all_gather(gathered, block), timing, rank.device, rank.world))
-        records.append(gather_record(mib, rank.world, ms))
+        rows = mib * 2**20 // 2
+        gathered = symm_mem.empty((rank.world * rows,), dtype=torch.bfloat16, device=rank.device)
+        handle = symm_mem.rendezvous(gathered, dist.group.WORLD)
+        block = gathered[rank.rank * rows:(rank.rank + 1) * rows]
+        block.fill_(1)
+        push = PushStep([None], [], True, [[(block, handle.get_buffer(peer, gathered.shape, gathered.dtype)[
+            rank.rank * rows:(rank.rank + 1) * rows]) for peer in range(rank.world) if peer != rank.rank]],
+            handle, torch.cuda.Stream(rank.device))
+        for via, fn in (("NCCL all-gather", lambda: all_gather(gathered, block)),
+                        ("copy engines", push.communicate)):
+            records.append(gather_record(via, mib, rank.world, _median(time_steps(fn, timing, rank.device,
+                                                                                   rank.world))))
     return records
 
 
@@ -282,7 +344,7 @@ def new_result(variant: Variant | None, impl: str, config: dict, strategy: str, 
     rung, name = ("cuBLAS", "torch.matmul") if variant is None else (variant.tag, variant.name)
     return DistResult(rung, name, config_label(config), impl, dtype, *shape, seed=seed, inputs=inputs,
                       strategy=strategy, world=1 if strategy == "single" else rank.world,
-                      chunks=chunks if strategy == "overlap" else 1)
+                      chunks=chunks if strategy in ("overlap", "push") else 1)
 
 
 def run_case(result: DistResult, variant, config, a, b, rank: Rank, timing: TimingOptions | None,
@@ -299,7 +361,7 @@ def run_case(result: DistResult, variant, config, a, b, rank: Rank, timing: Timi
             step = launch or (lambda: None)
         else:
             step, out = build_step(variant, result.impl, config, a, b, rank.world, rank.rank, result.chunks,
-                                   result.strategy == "overlap")
+                                   result.strategy)
     except Exception as exc:
         error = _one_line(exc)
     failed = agree(error, rank.world)
@@ -367,7 +429,9 @@ def cases(variants: list[Variant], impls, strategies: tuple[str, ...]):
             yield variant, impl, config, strategy
 
 
-def skip(variant: Variant | None, impl: str, dtype: str, device: torch.device) -> str:
+def skip(variant: Variant | None, impl: str, dtype: str, device: torch.device, strategy: str) -> str:
+    if strategy == "push" and device.type != "cuda":
+        return "push copies between GPUs' memories (symmetric memory): GPUs only"
     if variant is None:
         return ""
     if getattr(variant, impl) is None:
@@ -388,7 +452,7 @@ def dist_table(results: list[DistResult], fmt: str = "simple") -> str:
     body = []
     for r in results:
         kernel_name = "torch.matmul" if r.impl == "cublas" else f"{r.rung} {r.name} {r.impl}"
-        strategy = f"overlap ×{r.chunks}" if r.strategy == "overlap" else r.strategy
+        strategy = f"{r.strategy} ×{r.chunks}" if r.strategy in ("overlap", "push") else r.strategy
         body.append([kernel_name + (f" {r.config}" if r.config else ""), strategy, r.world, report._ms(r),
                      report._num(r.tflops_per_gpu, ".1f"), report._num(r.efficiency and 100 * r.efficiency, ".1f"),
                      report._num(r.compute_ms, ".3f"), report._num(r.comm_ms, ".3f"),
@@ -444,8 +508,8 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
         gathers = gather_bandwidth(rank, timing)
         if lead:
             log.add_records("all-gather", gathers)
-            log.add_section("NCCL all-gather alone", gather_table(gathers, "github"))
-            print("\nNCCL all-gather alone (the ceiling for the strategies' communication)\n" + gather_table(gathers))
+            log.add_section("The gather alone", gather_table(gathers, "github"))
+            print("\nThe gather alone (the ceiling for the strategies' communication)\n" + gather_table(gathers))
     impls = args.impl if gpu else tuple(i for i in args.impl if i != "cuda")
     plan = list(cases(variants, impls, args.strategies))
     status = 0
@@ -456,7 +520,7 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
             for variant, impl, config, strategy in plan:
                 result = new_result(variant, impl, config, strategy, shape, args.dtype, rank, args.chunks,
                                     seed + i, args.inputs)
-                result.note = skip(variant, impl, args.dtype, rank.device)
+                result.note = skip(variant, impl, args.dtype, rank.device, strategy)
                 if not result.note:
                     try:
                         run_case(result, variant, config, a, b, rank, timing, baselines)

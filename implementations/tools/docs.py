@@ -453,7 +453,7 @@ def distributed(sources: list[str], ctx: Context) -> str:
         if not records or "strategy" not in records[0]:
             raise DocsError(f"{source} is not a distributed run (written by compare.py --distributed --json)")
         if doc.get("all-gather"):
-            parts.append(f"NCCL's all-gather alone ({doc['environment'].get('GPU links', 'links unknown')}):"
+            parts.append(f"The gather alone ({doc['environment'].get('GPU links', 'links unknown')}):"
                          f"\n\n{gather_table(doc['all-gather'], 'github')}")
         results = [DistResult(**{k: v for k, v in r.items() if k in known}) for r in records]
         for (size, dtype), group in by_shape(results).items():

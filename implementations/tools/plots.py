@@ -210,9 +210,13 @@ def sweep_plot(doc: dict, name: str, dtype: str, out: Path) -> Path | None:
     return _save(fig, out / f"sweep_{name}_{dtype}.png")
 
 
+STRATEGY_LINES = {"rows": "-", "overlap": "--", "push": ":"}
+
+
 def efficiency(doc: dict, out_dir) -> Path | None:
     """A distributed run (compare.py --distributed): scaling efficiency T1 / (W·T_W) against size, a line per
-    kernel and strategy, solid for the row partition and dashed for the overlapped one."""
+    kernel and strategy: solid for the row partition, dashed for the overlapped all-gather, dotted for the
+    copy-engine push."""
     records = [r for r in doc["results"] if r.get("efficiency")]
     if not records:
         return None
@@ -227,7 +231,7 @@ def efficiency(doc: dict, out_dir) -> Path | None:
         xs = [(float(r["M"]) * r["N"] * r["K"]) ** (1 / 3) for r in rs]
         name, marker, color = IMPL_STYLE.get(impl, ("cuBLAS", "^", CUBLAS_COLOR))
         ax.plot(xs, [100 * r["efficiency"] for r in rs], marker=marker, color=color,
-                linestyle="-" if strategy == "rows" else "--",
+                linestyle=STRATEGY_LINES.get(strategy, "-"),
                 label=" ".join(filter(None, ("" if impl == "cublas" else rung, config, name)))
                 + f", {strategy}, {world} GPU(s)")
     sizes = sorted({((float(r["M"]) * r["N"] * r["K"]) ** (1 / 3), r["size"]) for r in records})
@@ -235,7 +239,8 @@ def efficiency(doc: dict, out_dir) -> Path | None:
     ax.axhline(100, color="grey", linewidth=0.8)
     ax.set_xlabel("size M×N×K (placed at its cube root)")
     ax.set_ylabel("scaling efficiency T1 / (W·T_W), %")
-    ax.set_title(f"Scaling efficiency against one GPU (solid: rows, dashed: overlap)\n{_device(doc)}", fontsize=10)
+    ax.set_title(f"Scaling efficiency against one GPU (solid: rows, dashed: overlap, dotted: push)\n{_device(doc)}",
+                 fontsize=10)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from implementations.core import IMPORT_ROOT
-from implementations.core.distributed import DIST_COLUMNS, block_rows, blocks, without_option
+from implementations.core.distributed import DIST_COLUMNS, block_rows, blocks, default_rungs, without_option
 
 cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the ranks are GPUs: scripts/distributed_check.sh")
 SHAPES = "7x5x3,2x9x4,1x3x1"  # M not divisible by 2 or 3, M below the rank count
@@ -30,6 +30,12 @@ def test_blocks_cover_every_row_once(M, world, chunks):
         for j, (first, _) in enumerate(blocks(M, world, chunks, rank)):
             assert first == j * world * size + rank * size
     assert max(n for rank in range(world) for _, n in blocks(M, world, chunks, rank)) == size
+
+
+@pytest.mark.parametrize("dtype", ["fp32", "tf32", "bf16", "fp16"])
+def test_the_default_rung_computes_the_plain_product(dtype):
+    (variant,) = default_rungs(dtype)  # not the grouped or fused-epilogue rungs, which exist for other problems
+    assert dtype in variant.dtypes and not variant.grouped and variant.epilogues == ("none",)
 
 
 def test_without_option():
@@ -56,8 +62,11 @@ def test_every_strategy_gives_the_exact_product(world, tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     results = doc["results"]
     assert set(results[0]) == set(DIST_COLUMNS)
-    assert len(results) == 3 * 2 * 3  # sizes × (torch.matmul, v11 Triton) × (single, rows, overlap)
+    assert len(results) == 3 * 2 * 4  # sizes × (torch.matmul, v11 Triton) × (single, rows, overlap, push)
     for r in results:
+        if r["strategy"] == "push":  # copies between GPUs' memories
+            assert r["status"] == "skipped" and "GPUs only" in r["note"], r
+            continue
         assert r["status"] == "ok" and r["unwritten"] == 0 and r["outside"] == 0, r
         assert r["world"] == (1 if r["strategy"] == "single" else world)
     assert doc["environment"]["distributed"].startswith(f"{world} rank(s), gloo")
