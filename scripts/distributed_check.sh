@@ -2,7 +2,8 @@
 # The distributed comparison on every GPU of this machine, from both launch forms: torchrun (bf16) and
 # compare.py --nproc (fp32), each kernel checked whole and timed per strategy against one GPU, after NCCL's
 # all-gather alone at a few sizes. Logs, JSON and the plots go to $GPU_LOG_DIR (default ./gpu-logs).
-# PART=bf16 or PART=fp32 runs one half (the default, all, runs both).
+# PART=bf16 or PART=fp32 runs one half (the default, all, runs both); PART=repeat runs bf16 at 16384³ (rows and
+# push) REPEATS times, each a run of its own: the spread of the efficiency across runs, not only within one.
 #   GPU_LOG_DIR=/tmp/logs BF16_SIZES=8192,16384 PART=bf16 scripts/distributed_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,5 +26,13 @@ if [[ $PART == all || $PART == fp32 ]]; then
     python compare.py --nproc "$NPROC" --dtype fp32 --sizes "${FP32_SIZES:-8192}" --impl cuda,triton,cublas \
         --rep 100 --json "$LOG_DIR/distributed_fp32.json" >"$LOG_DIR/distributed_fp32.log" 2>&1 || status=1
     tail -n 25 "$LOG_DIR/distributed_fp32.log"
+fi
+if [[ $PART == repeat ]]; then
+    for i in $(seq "${REPEATS:-3}"); do
+        python -m torch.distributed.run --nproc-per-node="$NPROC" compare.py --distributed --dtype bf16 --sizes 16384 \
+            --impl cuda,triton,cublas --strategies rows,push --rep 100 --json "$LOG_DIR/distributed_bf16_repeat$i.json" \
+            >"$LOG_DIR/distributed_bf16_repeat$i.log" 2>&1 || status=1
+        grep -A12 "^kernel" "$LOG_DIR/distributed_bf16_repeat$i.log"
+    done
 fi
 exit $status

@@ -559,8 +559,8 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
         if args.plots and gpu:
             from ..tools import plots
 
-            written = plots.efficiency(log.document(), args.plots)
-            print("\nplots: " + (str(written) if written else "none (nothing was timed)"))
+            written = plots.write_all(log.document(), args.plots)
+            print("\nplots: " + (", ".join(map(str, written)) or "none (nothing was timed)"))
         if any(r.status in FAILED for r in log.results):
             status = 1
     dist.destroy_process_group()

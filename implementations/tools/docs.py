@@ -25,6 +25,8 @@ Kinds (sources are documents of `compare.py --json`, or `--csv` rows with their 
                         the traffic the block tile predicts.
 - distributed DOC...    a `compare.py --distributed` run: per size, each kernel and strategy (slowest rank's
                         step, TFLOP/s per GPU, scaling efficiency, compute and all-gather times).
+- scaling DOC...        several distributed runs of the same sizes: per size, kernel and strategy, each
+                        run's scaling efficiency, their median, and median T1 / (W·median T_W).
 - index DIR             every file under DIR with its device and date (result documents) and the pages,
                         tables and rung docstrings that name it.
 rungs=1-11 (numbers and ranges) keeps those rungs in any table; cuBLAS always stays. A row whose every
@@ -462,6 +464,48 @@ def distributed(sources: list[str], ctx: Context) -> str:
     return _with_notes("\n\n".join(parts), [], ctx, sources)
 
 
+def scaling(sources: list[str], ctx: Context) -> str:
+    """Several distributed runs: one run times T1 once, so its efficiency carries T1's spread; the runs side by
+    side show how far one run's figure can be trusted, and the pooled column divides the medians."""
+    import numpy as np
+
+    steps: dict[tuple, list[dict]] = {}
+    singles: dict[tuple, list[float]] = {}
+    for source in sources:
+        records = _load(ctx.root / source)["results"]
+        if not records or "strategy" not in records[0]:
+            raise DocsError(f"{source} is not a distributed run (written by compare.py --distributed --json)")
+        for r in records:
+            if r.get("ms") is None:
+                continue
+            kernel = (r["size"], r["dtype"], r["impl"], r["rung"], r["config"])
+            if r["strategy"] == "single":
+                singles.setdefault(kernel, []).append(r["ms"])
+            else:
+                steps.setdefault((*kernel, r["strategy"], r["chunks"], r["world"]), []).append(r)
+    from ..core.distributed import STRATEGIES
+
+    sizes = list(dict.fromkeys(key[0] for key in steps))
+
+    def order(item):  # by size as first met, then kernel, strategy and chunks
+        size, _, impl, rung, config, strategy, chunks, _ = item[0]
+        return sizes.index(size), ("cublas", "cuda", "triton").index(impl), rung, config, STRATEGIES.index(strategy), chunks
+
+    body = []
+    for (size, dtype, impl, rung, config, strategy, chunks, world), runs in sorted(steps.items(), key=order):
+        t1 = singles.get((size, dtype, impl, rung, config))
+        name = "torch.matmul" if impl == "cublas" else f"{rung} {LANG_NAMES.get(impl, impl)}"
+        pooled = t1 and float(np.median(t1)) / (world * float(np.median([r["ms"] for r in runs])))
+        efficiencies = [100 * r["efficiency"] for r in runs if r.get("efficiency")]
+        body.append([f"{size} {dtype}", name + (f" {config}" if config else ""),
+                     strategy + (f" ×{chunks}" if chunks > 1 else ""), str(world), str(len(runs)),
+                     ", ".join(f"{e:.1f}" for e in efficiencies),
+                     _num(efficiencies and float(np.median(efficiencies)), ".1f"), _num(pooled and 100 * pooled, ".1f")])
+    header = ["size", "kernel", "strategy", "GPUs", "runs", "efficiency % per run", "median %",
+              "pooled % (median T1 / (W·median T_W))"]
+    return _with_notes(_table(header, body), [], ctx, sources)
+
+
 # ---- the index of a results folder ---------------------------------------------------------------------
 
 
@@ -618,7 +662,7 @@ def index(sources: list[str], ctx: Context) -> str:
 
 KINDS: dict[str, Callable[[list[str], Context], str]] = {
     "headline": headline, "ladder": ladder, "pct": pct, "sizes": sizes, "sweep": sweep, "ncu": ncu,
-    "distributed": distributed, "index": index,
+    "distributed": distributed, "scaling": scaling, "index": index,
 }
 
 

@@ -7,7 +7,8 @@
 - TFLOP/s against size, one line per rung and language with cuBLAS dashed, when a run has several sizes;
 - a config sweep (`compare.py --sweep TILE=8,16,32,64`): time against the swept value per language,
   with the values a rung refused marked and named;
-- a distributed run's scaling efficiency against size (compare.py --distributed --plots).
+- a distributed run's scaling efficiency against size, and where each strategy's step goes: the compute
+  alone, the gather alone and the whole step, per kernel (compare.py --distributed --plots).
 
     python -m implementations.tools.plots results.json [more.json | rows.csv ...] --out plots/ [--sweep TILE]
 
@@ -244,13 +245,53 @@ def efficiency(doc: dict, out_dir) -> Path | None:
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    return _save(fig, out / "distributed_efficiency.png")
+    return _save(fig, out / f"distributed_efficiency_{_dist_name(doc)}.png")
+
+
+def _dist_name(doc: dict) -> str:
+    """bf16_2gpu: the dtypes and the largest rank count of a distributed run, for its plots' names."""
+    results = doc["results"]
+    dtypes = "_".join(sorted({r["dtype"] for r in results}))
+    return f"{dtypes}_{max(r['world'] for r in results)}gpu"
+
+
+def distributed_time(doc: dict, out_dir) -> Path | None:
+    """Where a distributed step's time goes: per size, a row per kernel and strategy with the compute alone
+    and the gather alone as bars and the whole step (slowest rank) as a mark. A step near the compute bar
+    hid its gather; one near compute + gather hid nothing."""
+    records = [r for r in doc["results"] if r.get("compute_ms") is not None and r["strategy"] != "single"]
+    if not records:
+        return None
+    sizes = list(dict.fromkeys(r["size"] for r in records))
+    fig = Figure(figsize=(9.0, 1.2 + 0.32 * len(records) + 0.5 * len(sizes)), layout="constrained")
+    axes = fig.subplots(len(sizes), 1, squeeze=False)[:, 0]
+    for ax, size in zip(axes, sizes):
+        rows = [r for r in records if r["size"] == size][::-1]
+        ys = range(len(rows))
+        compute = [r["compute_ms"] for r in rows]
+        comm = [r["comm_ms"] or 0.0 for r in rows]
+        ax.barh(ys, compute, color="#9ecae1", label="compute alone")
+        ax.barh(ys, comm, left=compute, color="#fdae6b", label="gather alone (after the compute)")
+        ax.scatter([r["ms"] for r in rows], ys, color="black", marker="|", s=200, zorder=3,
+                   label="whole step (slowest rank)")
+        names = [("torch.matmul" if r["impl"] == "cublas" else f"{r['rung']} {IMPL_STYLE[r['impl']][0]}")
+                 + f", {r['strategy']}" + (f" ×{r['chunks']}" if r["chunks"] > 1 else "") for r in rows]
+        ax.set_yticks(list(ys), names, fontsize=7)
+        ax.set_title(f"{size} {rows[0]['dtype']} on {rows[0]['world']} GPUs", fontsize=9)
+        ax.set_xlabel("ms", fontsize=8)
+    fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=3, fontsize=7)
+    fig.suptitle(f"Where a distributed step's time goes\n{_device(doc)}", fontsize=10)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    return _save(fig, out / f"distributed_time_{_dist_name(doc)}.png")
 
 
 def write_all(doc: dict, out_dir, sweep: str | None = None) -> list[Path]:
     """Every plot these results can give, written into out_dir; returns the files written."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
+    if doc["results"] and "strategy" in doc["results"][0]:  # a distributed run
+        return [p for p in (efficiency(doc, out), distributed_time(doc, out)) if p is not None]
     written = []
     results = results_of(doc)
     for size, dtype in by_shape(results):
