@@ -26,7 +26,8 @@ Kinds (sources are documents of `compare.py --json`, or `--csv` rows with their 
 - distributed DOC...    a `compare.py --distributed` run: per size, each kernel and strategy (slowest rank's
                         step, TFLOP/s per GPU, scaling efficiency, compute and all-gather times).
 - scaling DOC...        several distributed runs of the same sizes: per size, kernel and strategy, each
-                        run's scaling efficiency, their median, and median T1 / (W·median T_W).
+                        run's scaling efficiency, their median, and median T1 / (W·median T_W);
+                        size= keeps one size.
 - index DIR             every file under DIR with its device and date (result documents) and the pages,
                         tables and rung docstrings that name it.
 rungs=1-11 (numbers and ranges) keeps those rungs in any table; cuBLAS always stays. A row whose every
@@ -476,7 +477,7 @@ def scaling(sources: list[str], ctx: Context) -> str:
         if not records or "strategy" not in records[0]:
             raise DocsError(f"{source} is not a distributed run (written by compare.py --distributed --json)")
         for r in records:
-            if r.get("ms") is None:
+            if r.get("ms") is None or ctx.options.get("size", r["size"]) != r["size"]:
                 continue
             kernel = (r["size"], r["dtype"], r["impl"], r["rung"], r["config"])
             if r["strategy"] == "single":

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from implementations.core import IMPORT_ROOT
+from implementations.core import distributed
 from implementations.core.distributed import DIST_COLUMNS, block_rows, blocks, default_rungs, without_option
 
 cpu_only = pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the ranks are GPUs: scripts/distributed_check.sh")
@@ -36,6 +37,22 @@ def test_blocks_cover_every_row_once(M, world, chunks):
 def test_the_default_rung_computes_the_plain_product(dtype):
     (variant,) = default_rungs(dtype)  # not the grouped or fused-epilogue rungs, which exist for other problems
     assert dtype in variant.dtypes and not variant.grouped and variant.epilogues == ("none",)
+
+
+def test_the_links_are_read_from_nvidia_smi(monkeypatch):
+    matrix = ("\t\x1b[4mGPU0\tGPU1\tGPU2\tNIC0\tCPU Affinity\tNUMA Affinity\x1b[0m\n"
+              "GPU0\t X \tNV18\tSYS\tPIX\t0-31\t0\nGPU1\tNV18\t X \tSYS\tPIX\t0-31\t0\n"
+              "GPU2\tSYS\tSYS\t X \tPIX\t0-31\t0\nNIC0\tPIX\tPIX\tPIX\t X \n\nLegend:\n  X    = Self\n")
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 0, matrix, ""))
+    assert distributed.topology() == "GPU0-GPU1 NV18, GPU0-GPU2 SYS, GPU1-GPU2 SYS"
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 9, "", "no driver"))
+    assert distributed.topology().startswith("unknown")
+
+
+def test_gather_bandwidth_follows_nccl_tests():
+    record = distributed.gather_record("copy engines", 256, 2, 1.0)  # 512 MiB gathered in 1 ms
+    assert record["algbw GB/s"] == round(512 * 2**20 / 1e-3 / 1e9, 1) and record["busbw GB/s"] == round(
+        record["algbw GB/s"] / 2, 1)
 
 
 def test_without_option():

@@ -15,7 +15,7 @@ from implementations.core.report import ResultLog, load_document
 RESULTS = Path(__file__).resolve().parents[2] / "docs" / "results"
 # compare.py's documents (--json) and rows (--csv); a CSV's environment is the .env.json beside it. Other
 # tools' JSON (the crossover, first_call.py) has no "results" and plots itself.
-SAVED = sorted([p for p in RESULTS.glob("h100_*.json")
+SAVED = sorted([p for p in RESULTS.glob("h100*_*.json")
                 if not p.name.endswith(".env.json") and "results" in json.loads(p.read_text())]
                + list(RESULTS.glob("h100_*.csv")))
 
@@ -40,6 +40,12 @@ def _looks_drawn(path: Path) -> bool:
 def test_every_saved_result_plots(path, tmp_path):
     doc = plots.load(path)
     written = plots.write_all(doc, tmp_path)
+    if "strategy" in doc["results"][0]:  # a distributed run: the efficiency and where the time goes
+        dtypes = "_".join(sorted({r["dtype"] for r in doc["results"]}))
+        world = max(r["world"] for r in doc["results"])
+        assert {p.name for p in written} == {f"distributed_{kind}_{dtypes}_{world}gpu.png" for kind in ("efficiency", "time")}
+        assert all(_looks_drawn(p) for p in written)
+        return
     timed = {(r["size"], r["dtype"]) for r in doc["results"] if r.get("pct_cublas")}
     assert {p.name for p in written} >= {f"ladder_{size}_{dtype}.png" for size, dtype in timed}
     if plots.copy_bandwidth_gbs(doc) and any(r.get("traffic_bytes") for r in doc["results"]):
