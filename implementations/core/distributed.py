@@ -18,8 +18,8 @@ The strategies for C = A @ B (M×K times K×N) on W ranks:
   ends; a copy engine needs no SM, so the copies run under the next block's GEMM. A barrier between the
   ranks before the first copy (no rank writes into a C its owner still reads) and after the last (every
   peer's rows have landed) brackets the step. GPUs only.
-Every rank writes its blocks straight into their rows of one padded C buffer, so each all-gather runs in
-place and C is the buffer's first M rows: no copy anywhere.
+Every rank writes its blocks straight into their rows of one padded C buffer, so each all-gather (or push)
+moves only what the gather must and C is the buffer's first M rows.
 
 Measured per strategy (CUDA events around the step, started together after a host barrier, the L2
 flushed before): the whole step, the compute alone and the all-gathers alone, each as the slowest rank
@@ -142,34 +142,63 @@ class Step:
 
 
 @dataclass
-class PushStep(Step):
-    """The push strategy's step: per block, copies into every peer's C on `stream`, between two barriers."""
+class PushStep:
+    """The push strategy's part on one rank: per step a launch (None: no rows here) and the copies of its block
+    into each peer's C, each peer's on its own stream (its own copy engine), between two barriers."""
 
+    launches: list[Callable[[], object] | None]
     pushes: list[list[tuple[torch.Tensor, torch.Tensor]]]  # per step: (this rank's block, a peer's same rows)
     handle: object  # the symmetric memory of C: the barriers
-    stream: torch.cuda.Stream
+    streams: list[torch.cuda.Stream]  # one per peer
 
     def _push(self, copies: list[tuple[torch.Tensor, torch.Tensor]]) -> None:
-        self.stream.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(self.stream):
-            for block, peer in copies:
-                peer.copy_(block)  # a device-to-device memcpy over NVLink: the copy engines, no SM
+        for stream, (block, peer) in zip(self.streams, copies):
+            stream.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(stream):
+                peer.copy_(block)  # contiguous, same dtype: a device-to-device memcpy over NVLink, no SM
+
+    def _join(self) -> None:
+        for stream in self.streams:
+            torch.cuda.current_stream().wait_stream(stream)
 
     def __call__(self) -> None:
-        self.handle.barrier(channel=0)
+        self.handle.barrier(channel=0)  # no rank writes into a C its owner still reads
         for launch, copies in zip(self.launches, self.pushes):
             if launch is not None:
                 launch()
             self._push(copies)
-        torch.cuda.current_stream().wait_stream(self.stream)
-        self.handle.barrier(channel=0)
+        self._join()
+        self.handle.barrier(channel=0)  # every peer's rows have landed here
+
+    def compute(self) -> None:
+        for launch in self.launches:
+            if launch is not None:
+                launch()
 
     def communicate(self) -> None:
         self.handle.barrier(channel=0)
         for copies in self.pushes:
             self._push(copies)
-        torch.cuda.current_stream().wait_stream(self.stream)
+        self._join()
         self.handle.barrier(channel=0)
+
+
+def peer_views(handle, out: torch.Tensor, world: int, rank: int) -> dict[int, torch.Tensor]:
+    """Each peer's C buffer, mapped here. get_buffer addresses a peer's allocation from its start, so C
+    must begin its allocation (symmetric memory's own pool does not split blocks)."""
+    if handle.buffer_ptrs[rank] != out.data_ptr():
+        raise RuntimeError("symmetric memory: C does not start its allocation, so its peers' views would be "
+                           "misplaced")
+    return {peer: handle.get_buffer(peer, tuple(out.shape), out.dtype) for peer in range(world) if peer != rank}
+
+
+def c_buffer(shape: tuple[int, int], dtype: torch.dtype, device: torch.device, strategy: str) -> torch.Tensor:
+    """The padded C buffer a strategy gathers into: in symmetric memory for push."""
+    if strategy == "push":
+        from torch.distributed import _symmetric_memory as symm_mem
+
+        return symm_mem.empty(shape, dtype=dtype, device=device)
+    return torch.empty(shape, dtype=dtype, device=device)
 
 
 def kernel(variant: Variant | None, impl: str, config: dict, a: torch.Tensor, b: torch.Tensor,
@@ -182,31 +211,23 @@ def kernel(variant: Variant | None, impl: str, config: dict, a: torch.Tensor, b:
     return variant.prepare(impl, a, b, out=c, **config).run
 
 
-def build_step(variant, impl, config, a, b, world: int, rank: int, chunks: int, strategy: str):
-    """This rank's Step and the padded C buffer it gathers into (C is its first M rows)."""
-    M, N = a.shape[0], b.shape[1]
+def build_step(variant, impl, config, a, b, out, world: int, rank: int, chunks: int, strategy: str,
+               handle=None):
+    """This rank's step into `out`, the padded C buffer (c_buffer; C is its first M rows); `handle`: out's
+    symmetric memory, for push."""
+    M = a.shape[0]
     size = block_rows(M, world, chunks)
-    shape = (world * chunks * size, N)
-    handle = None
-    if strategy == "push":
-        from torch.distributed import _symmetric_memory as symm_mem
-
-        out = symm_mem.empty(shape, dtype=a.dtype, device=a.device)
-        handle = symm_mem.rendezvous(out, dist.group.WORLD)
-    else:
-        out = torch.empty(shape, dtype=a.dtype, device=a.device)
+    peers = peer_views(handle, out, world, rank) if strategy == "push" else {}
     launches, gathers, pushes = [], [], []
     for j, (first, rows) in enumerate(blocks(M, world, chunks, rank)):
         launches.append(kernel(variant, impl, config, a[first:first + rows], b, out[first:first + rows]))
         start = j * world * size
         mine = slice(start + rank * size, start + (rank + 1) * size)
         gathers.append((out[mine], out[start:start + world * size]))
-        if handle is not None:
-            pushes.append([(out[mine], handle.get_buffer(peer, shape, out.dtype)[mine])
-                           for peer in range(world) if peer != rank])
-    if handle is not None:
-        return PushStep(launches, gathers, True, pushes, handle, torch.cuda.Stream(a.device)), out
-    return Step(launches, gathers, strategy == "overlap"), out
+        pushes.append([(out[mine], view[mine]) for view in peers.values()])
+    if strategy == "push":
+        return PushStep(launches, pushes, handle, [torch.cuda.Stream(a.device) for _ in peers])
+    return Step(launches, gathers, strategy == "overlap")
 
 
 @dataclass
@@ -286,40 +307,56 @@ def _median(samples: list[float]) -> float:
     return float(np.median(samples))
 
 
-def gather_record(via: str, mib: int, world: int, ms: float) -> dict:
+def gather_record(via: str, mib: int, world: int, ms: float | None, failed: str = "") -> dict:
     """nccl-tests' conventions: algorithm bandwidth is the gathered bytes over the time; bus bandwidth,
-    algbw·(W-1)/W, is what each GPU's links carried, comparable across rank counts."""
-    gathered = mib * 2**20 * world
-    algbw = gathered / (ms * 1e-3) / 1e9
+    algbw·(W-1)/W, is what each GPU's links carried, comparable across rank counts. `failed`: why there is
+    no time."""
+    if ms is None:
+        return {"via": via, "MiB per rank": mib, "ranks": world, "ms": f"failed: {failed}", "algbw GB/s": "",
+                "busbw GB/s": ""}
+    algbw = mib * 2**20 * world / (ms * 1e-3) / 1e9
     return {"via": via, "MiB per rank": mib, "ranks": world, "ms": round(ms, 4), "algbw GB/s": round(algbw, 1),
             "busbw GB/s": round(algbw * (world - 1) / world, 1)}
 
 
-def gather_bandwidth(rank: Rank, timing: TimingOptions) -> list[dict]:
-    """The gather alone at a few sizes, timed as the strategies' steps are, both ways the strategies move
-    C: NCCL's all-gather (overlap, rows) and the copy engines' pushes between barriers (push). The
-    ceiling for their communication."""
-    from torch.distributed import _symmetric_memory as symm_mem
-
+def gather_bandwidth(rank: Rank, timing: TimingOptions, push: bool) -> list[dict]:
+    """The gather alone at a few sizes, timed as the strategies' steps are: NCCL's all-gather (rows,
+    overlap) and, with `push`, the copy engines' pushes between barriers. The ceiling for the strategies'
+    communication. A way that fails on any rank gets a row that says why, on every rank."""
     records = []
     for mib in GATHER_MIB:
         rows = mib * 2**20 // 2
-        gathered = symm_mem.empty((rank.world * rows,), dtype=torch.bfloat16, device=rank.device)
-        handle = symm_mem.rendezvous(gathered, dist.group.WORLD)
-        block = gathered[rank.rank * rows:(rank.rank + 1) * rows]
-        block.fill_(1)
-        push = PushStep([None], [], True, [[(block, handle.get_buffer(peer, gathered.shape, gathered.dtype)[
-            rank.rank * rows:(rank.rank + 1) * rows]) for peer in range(rank.world) if peer != rank.rank]],
-            handle, torch.cuda.Stream(rank.device))
-        for via, fn in (("NCCL all-gather", lambda: all_gather(gathered, block)),
-                        ("copy engines", push.communicate)):
+        for via in ("NCCL all-gather", "copy engines") if push else ("NCCL all-gather",):
+            strategy = "push" if via == "copy engines" else "overlap"
+            error, gathered = "", None
+            try:
+                gathered = c_buffer((rank.world * rows, 1), torch.bfloat16, rank.device, strategy)
+            except Exception as exc:
+                error = _one_line(exc)
+            failed = agree(error, rank.world)
+            if failed:
+                records.append(gather_record(via, mib, rank.world, None, "; ".join(failed)))
+                continue
+            block = gathered[rank.rank * rows:(rank.rank + 1) * rows]
+            block.fill_(1)
+            if strategy == "push":
+                from torch.distributed import _symmetric_memory as symm_mem
+
+                handle = symm_mem.rendezvous(gathered, dist.group.WORLD)
+                fn = PushStep([None], [[(block, view[rank.rank * rows:(rank.rank + 1) * rows])
+                                        for view in peer_views(handle, gathered, rank.world, rank.rank).values()]],
+                              handle, [torch.cuda.Stream(rank.device) for _ in range(rank.world - 1)]).communicate
+            else:
+                def fn(gathered=gathered, block=block):  # in place: the block is this rank's share
+                    all_gather(gathered, block)
             records.append(gather_record(via, mib, rank.world, _median(time_steps(fn, timing, rank.device,
                                                                                    rank.world))))
     return records
 
 
 def topology() -> str:
-    """How the GPUs are linked, from `nvidia-smi topo -m`: the link between each pair (NV18: 18 NVLinks)."""
+    """How the host's GPUs are linked, from `nvidia-smi topo -m`: the link between each pair (NV18: 18
+    NVLinks), every GPU of the host, whichever the ranks use."""
     try:
         text = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True, timeout=30).stdout
     except (OSError, subprocess.SubprocessError) as exc:
@@ -347,27 +384,47 @@ def new_result(variant: Variant | None, impl: str, config: dict, strategy: str, 
                       chunks=chunks if strategy in ("overlap", "push") else 1)
 
 
+def differs_from_rank0(C: torch.Tensor, rank: int) -> str:
+    """Every rank ends with all of C, assembled by its own gather (or by its peers' pushes): each must hold
+    exactly rank 0's, which the float64 check judged ("" when it does; NaN, unwritten, differs)."""
+    theirs = C.clone() if rank == 0 else torch.empty_like(C)
+    dist.broadcast(theirs, src=0)
+    differ = int((C != theirs).sum())  # NaN differs from everything, itself included
+    return f"its C differs from rank 0's in {differ} of {C.numel()} elements" if differ else ""
+
+
 def run_case(result: DistResult, variant, config, a, b, rank: Rank, timing: TimingOptions | None,
              baselines: dict) -> None:
     """Check and time one kernel under one strategy; every rank calls it, rank 0 fills `result`."""
     precision = PRECISIONS[result.dtype]
     exact = result.inputs == "integers"
     single = result.strategy == "single"
-    error = ""
-    try:
-        if single:
-            out = torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device)
-            launch = kernel(variant, result.impl, config, a, b, out) if rank.rank == 0 else None
-            step = launch or (lambda: None)
-        else:
-            step, out = build_step(variant, result.impl, config, a, b, rank.world, rank.rank, result.chunks,
-                                   result.strategy)
-    except Exception as exc:
-        error = _one_line(exc)
-    failed = agree(error, rank.world)
-    if failed:
-        result.status, result.note = STATUS_ERROR, "; ".join(failed)
-        raise RankFailed(result.note)
+    def prepared(make):  # every rank's error, known to all: they stop together, none waits in a collective
+        error, made = "", None
+        try:
+            made = make()
+        except Exception as exc:
+            error = _one_line(exc)
+        failed = agree(error, rank.world)
+        if failed:
+            result.status, result.note = STATUS_ERROR, "; ".join(failed)
+            raise RankFailed(result.note)
+        return made
+
+    if single:
+        out = prepared(lambda: torch.empty((a.shape[0], b.shape[1]), dtype=a.dtype, device=a.device))
+        launch = prepared(lambda: kernel(variant, result.impl, config, a, b, out) if rank.rank == 0 else None)
+        step = launch or (lambda: None)
+    else:
+        rows = rank.world * result.chunks * block_rows(a.shape[0], rank.world, result.chunks)
+        out = prepared(lambda: c_buffer((rows, b.shape[1]), a.dtype, a.device, result.strategy))
+        handle = None
+        if result.strategy == "push":
+            from torch.distributed import _symmetric_memory as symm_mem
+
+            handle = symm_mem.rendezvous(out, dist.group.WORLD)  # collective: every rank has its buffer
+        step = prepared(lambda: build_step(variant, result.impl, config, a, b, out, rank.world, rank.rank,
+                                           result.chunks, result.strategy, handle))
     C = out[:a.shape[0]]
 
     def checked() -> str:
@@ -379,7 +436,8 @@ def run_case(result: DistResult, variant, config, a, b, rank: Rank, timing: Timi
             record_check(result, outcome)
             verdict = [outcome.why() or STATUS_OK]
         dist.broadcast_object_list(verdict, src=0)
-        return verdict[0]
+        others = [] if single else agree(differs_from_rank0(C, rank.rank), rank.world)
+        return verdict[0] if verdict[0] != STATUS_OK or not others else "; ".join(others)
 
     verdict = checked()
     if verdict != STATUS_OK:
@@ -505,7 +563,7 @@ def main(args, variants: list[Variant], sizes, seed: int) -> int:
         log = report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown,
                                columns=DIST_COLUMNS, tables=tables)
     if gpu and rank.world > 1:
-        gathers = gather_bandwidth(rank, timing)
+        gathers = gather_bandwidth(rank, timing, "push" in args.strategies)
         if lead:
             log.add_records("all-gather", gathers)
             log.add_section("The gather alone", gather_table(gathers, "github"))

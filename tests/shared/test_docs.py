@@ -107,13 +107,14 @@ def test_scaling_sets_runs_side_by_side(tmp_path):
                            {**base, "size": "4x4x4", "strategy": "rows", "world": 2, "ms": 1.0, "efficiency": 0.5}]}
         (tmp_path / name).write_text(json.dumps(doc))
 
-    run("a.json", 10.0, 5.0, 1.0)
-    run("b.json", 12.0, 8.0, 0.75)
-    run("c.json", 11.0, 6.0, 11 / 12)
+    run("a.json", 10.0, 7.0, 10 / 14)
+    run("b.json", 12.0, 5.0, 12 / 10)
+    run("c.json", 11.0, 8.0, 11 / 16)
     table = docs.generate("scaling a.json b.json c.json size=8x8x8", tmp_path, tmp_path / "page.md")
     row = next(line for line in table.splitlines() if "push ×4" in line)
     cells = [c.strip() for c in row.split("|")[1:-1]]
-    assert cells[1:] == ["v15 CUDA C", "push ×4", "2", "3", "100.0, 75.0, 91.7", "91.7", "91.7"]  # 11 / (2·6)
+    # the median of the runs' efficiencies, and the median T1 (11) over 2 × the median step (7)
+    assert cells[1:] == ["v15 CUDA C", "push ×4", "2", "3", "71.4, 120.0, 68.8", "71.4", "78.6"]
     assert "4x4x4" not in table
 
 
