@@ -62,6 +62,7 @@ from .registry import Variant, all_variants, config_label
 
 NVLS_OFF = {"NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1"}
 STRATEGIES = ("rows", "overlap", "push")
+CHUNKED = ("overlap", "push")  # the strategies in --chunks steps
 DEFAULT_CHUNKS = 4
 DEFAULT_TIMEOUT_S = 300.0
 GATHER_MIB = (1, 16, 64, 256)  # one rank's share of an all-gather: the sizes of the bandwidth ceiling
@@ -381,7 +382,7 @@ def new_result(variant: Variant | None, impl: str, config: dict, strategy: str, 
     rung, name = ("cuBLAS", "torch.matmul") if variant is None else (variant.tag, variant.name)
     return DistResult(rung, name, config_label(config), impl, dtype, *shape, seed=seed, inputs=inputs,
                       strategy=strategy, world=1 if strategy == "single" else rank.world,
-                      chunks=chunks if strategy in ("overlap", "push") else 1)
+                      chunks=chunks if strategy in CHUNKED else 1)
 
 
 def differs_from_rank0(C: torch.Tensor, rank: int) -> str:
@@ -503,6 +504,11 @@ def skip(variant: Variant | None, impl: str, dtype: str, device: torch.device, s
     return ""
 
 
+def strategy_label(strategy: str, chunks: int) -> str:
+    """"push ×4": a strategy in steps with its number of steps; "rows", "single" as they are."""
+    return f"{strategy} ×{chunks}" if strategy in CHUNKED else strategy
+
+
 def dist_table(results: list[DistResult], fmt: str = "simple") -> str:
     """One row per kernel and strategy: the step (slowest rank), per-GPU speed, efficiency and where the time went."""
     header = ["kernel", "strategy", "ranks", "ms", "TFLOP/s per GPU", "efficiency %", "compute ms", "comm ms",
@@ -510,7 +516,7 @@ def dist_table(results: list[DistResult], fmt: str = "simple") -> str:
     body = []
     for r in results:
         kernel_name = "torch.matmul" if r.impl == "cublas" else f"{r.rung} {r.name} {r.impl}"
-        strategy = f"{r.strategy} ×{r.chunks}" if r.strategy in ("overlap", "push") else r.strategy
+        strategy = strategy_label(r.strategy, r.chunks)
         body.append([kernel_name + (f" {r.config}" if r.config else ""), strategy, r.world, report._ms(r),
                      report._num(r.tflops_per_gpu, ".1f"), report._num(r.efficiency and 100 * r.efficiency, ".1f"),
                      report._num(r.compute_ms, ".3f"), report._num(r.comm_ms, ".3f"),

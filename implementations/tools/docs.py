@@ -484,7 +484,7 @@ def scaling(sources: list[str], ctx: Context) -> str:
                 singles.setdefault(kernel, []).append(r["ms"])
             else:
                 steps.setdefault((*kernel, r["strategy"], r["chunks"], r["world"]), []).append(r)
-    from ..core.distributed import STRATEGIES
+    from ..core.distributed import STRATEGIES, strategy_label
 
     sizes = list(dict.fromkeys(key[0] for key in steps))
 
@@ -499,7 +499,7 @@ def scaling(sources: list[str], ctx: Context) -> str:
         pooled = t1 and float(np.median(t1)) / (world * float(np.median([r["ms"] for r in runs])))
         efficiencies = [100 * r["efficiency"] for r in runs if r.get("efficiency")]
         body.append([f"{size} {dtype}", name + (f" {config}" if config else ""),
-                     strategy + (f" ×{chunks}" if chunks > 1 else ""), str(world), str(len(runs)),
+                     strategy_label(strategy, chunks), str(world), str(len(runs)),
                      ", ".join(f"{e:.1f}" for e in efficiencies),
                      _num(efficiencies and float(np.median(efficiencies)), ".1f"), _num(pooled and 100 * pooled, ".1f")])
     header = ["size", "kernel", "strategy", "GPUs", "runs", "efficiency % per run", "median %",

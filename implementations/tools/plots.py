@@ -26,6 +26,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..core.bench import Result, size_label
+from ..core.distributed import strategy_label
 from ..core.report import by_shape, config_values, results_of
 from ..core.report import load_document as load
 
@@ -275,7 +276,7 @@ def distributed_time(doc: dict, out_dir) -> Path | None:
         ax.scatter([r["ms"] for r in rows], ys, color="black", marker="|", s=200, zorder=3,
                    label="whole step (slowest rank)")
         names = [("torch.matmul" if r["impl"] == "cublas" else f"{r['rung']} {IMPL_STYLE[r['impl']][0]}")
-                 + f", {r['strategy']}" + (f" ×{r['chunks']}" if r["chunks"] > 1 else "") for r in rows]
+                 + f", {strategy_label(r['strategy'], r['chunks'])}" for r in rows]
         ax.set_yticks(list(ys), names, fontsize=7)
         ax.set_title(f"{size} {rows[0]['dtype']} on {rows[0]['world']} GPUs", fontsize=9)
         ax.set_xlabel("ms", fontsize=8)
