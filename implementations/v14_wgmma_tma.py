@@ -226,17 +226,19 @@ def programs(device: torch.device, M: int, N: int, BLOCK_M: int, BLOCK_N: int, p
     return min(sm_count(device), tiles) if device.type == "cuda" else tiles
 
 
+def descriptor_box(t: torch.Tensor, rows: int, cols: int, transposed: bool) -> list[int]:
+    """The TMA box of a rows×cols block of an operand stored as `t` (the matrix a transposed operand views: the
+    box the other way round; a 3-D operand: a box of one of its matrices)."""
+    return [1] * (t.dim() - 2) + ([cols, rows] if transposed else [rows, cols])
+
+
 def bind_tma_persistent(a_t, b_t, c, M, N, K, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, kernel=None, **knobs):
     """`kernel` (by default `tma_persistent_kernel`, or one with its parameters) bound to TMA-ready operands
     (from `tma_views`; A_T / B_T in knobs: the matrix a transposed operand views) of an M×N×K product:
     returns the launch."""
     kernel = kernel or tma_persistent_kernel
-
-    def box(t, rows, cols, transposed):  # a 3-D operand: a box of one of its matrices
-        return [1] * (t.dim() - 2) + ([cols, rows] if transposed else [rows, cols])
-
-    a_desc = TensorDescriptor.from_tensor(a_t, box(a_t, BLOCK_M, BLOCK_K, knobs.get("A_T")))
-    b_desc = TensorDescriptor.from_tensor(b_t, box(b_t, BLOCK_K, BLOCK_N, knobs.get("B_T")))
+    a_desc = TensorDescriptor.from_tensor(a_t, descriptor_box(a_t, BLOCK_M, BLOCK_K, knobs.get("A_T")))
+    b_desc = TensorDescriptor.from_tensor(b_t, descriptor_box(b_t, BLOCK_K, BLOCK_N, knobs.get("B_T")))
     if c.dim() == 3:
         knobs |= {"A_3D": a_t.dim() == 3, "B_3D": b_t.dim() == 3, "products": c.shape[0], "stride_cb": c.stride(0)}
     grid = (programs(c.device, M, N, BLOCK_M, BLOCK_N, c.shape[0] if c.dim() == 3 else 1),)

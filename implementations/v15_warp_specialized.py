@@ -56,16 +56,19 @@ from typing import NamedTuple
 import numpy as np
 import torch
 import triton
+import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .core.check import LAYOUTS
-from .core.cuda_c import CudaSource, bind, function_pointer, tensor_map
+from .core.cuda_c import CudaSource, bind, check_grid, function_pointer, tensor_map
 from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
 from .core.validate import check_bias
-from .v14_wgmma_tma import BARRIER_BYTES, IS_BF16, bind_configs, sm_count, tma_views, zero_product
+from .v11_autotuned import grouped_tile
+from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, descriptor_box, operand_box,
+                             sm_count, tma_views, zero_product)
 
 BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one)
 
@@ -185,8 +188,8 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
                      offsets: torch.Tensor | None = None):
     """One CUDA candidate on a problem's prepared tensor maps (the search times these; the tests check each).
 
-    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
-    or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
+    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile, or
+    with stream-K one per k-block of them), or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
     `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (python -m implementations.tools.timeline).
     `epilogue`: the C++ type the kernel applies before it stores C, reading `bias` (N elements of C's type)
     where it adds one, from `source` (v17's .cu instantiates this kernel with its epilogues).
@@ -199,8 +202,9 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     kernel = tile.kernel(c.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
     if clusters is None:
         clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
-    if offsets is None:
-        clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
+    if offsets is None:  # stream-K deals out k-blocks: with fewer tiles than clusters, every tile is cut
+        tiles = problem.products * cluster_tiles(problem.M, problem.N, tile)
+        clusters = min(clusters, tiles * triton.cdiv(problem.K, BK) if tile.STREAM_K else tiles)
     else:  # each group's last cluster row may be partly empty: at most one more cluster row per group
         clusters = min(clusters, cluster_tiles(problem.M, problem.N, tile) + problem.products * triton.cdiv(
             problem.N, tile.BN))
@@ -293,6 +297,83 @@ TRITON_CONFIGS = (
     tma_config(64, 128, 64, 4, 4, FLATTEN=True),  # 64-row tiles: products (or batches of them) of few rows
     tma_config(64, 64, 64, 4, 6, FLATTEN=True),
 )
+SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (few_tiles)
+    tma_config(64, 128, 64, 4, 4, SPLIT_K=4),
+    tma_config(64, 64, 64, 4, 6, SPLIT_K=8),
+    tma_config(128, 128, 64, 8, 4, SPLIT_K=2),
+)
+
+
+@triton.jit
+def split_k_kernel(
+    a_desc, b_desc, c_ptr, partials_ptr, counts_ptr, M, N, K, stride_cm, stride_cn,
+    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    SPLIT_K: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False, A_3D: tl.constexpr = False,
+    B_3D: tl.constexpr = False, products=1, stride_cb=0,
+):
+    # ---- 1. this program's tile (axis 0, over every product of a batch) and its slice of k (axis 1) ----
+    grid_m = tl.cdiv(M, BLOCK_M)
+    grid_n = tl.cdiv(N, BLOCK_N)
+    tiles = grid_m * grid_n
+    tile = tl.program_id(0)
+    product = tile // tiles
+    pid_m, pid_n = grouped_tile(tile % tiles, grid_m, grid_n, GROUP_M)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    per_slice = tl.cdiv(k_tiles, SPLIT_K)
+    k_first = tl.program_id(1) * per_slice
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kb in tl.range(k_first, tl.minimum(k_first + per_slice, k_tiles)):
+        # ---- 2. TMA: a box of A and one of B, as in the persistent kernel ----
+        a = operand_box(a_desc, product, pid_m * BLOCK_M, kb * BLOCK_K, BLOCK_M, BLOCK_K, A_T, A_3D)
+        b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, B_T, B_3D)
+        # ---- 3. multiply ----
+        acc = tl.dot(a, b, acc)
+    # ---- 4. the fp32 partial sum to this slice's place in the workspace; the tile's counter counts the slices
+    #         done (release: the partial is visible before the count); the last slice adds all of them, in slice
+    #         order (the same sum whichever finishes last), writes C and sets the counter back to 0 for the
+    #         next launch ----
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
+    in_tile = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+    slice_size = tl.num_programs(0).to(tl.int64) * BLOCK_M * BLOCK_N
+    mine = partials_ptr + tl.program_id(1) * slice_size + tile.to(tl.int64) * BLOCK_M * BLOCK_N + in_tile
+    tl.store(mine, acc, mask=inside)
+    tl.debug_barrier()  # every thread's part of the partial is written before the count
+    if tl.atomic_add(counts_ptr + tile, 1, sem="acq_rel", scope="gpu") == SPLIT_K - 1:
+        first = partials_ptr + tile.to(tl.int64) * BLOCK_M * BLOCK_N + in_tile
+        total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for s in tl.static_range(SPLIT_K):
+            total += tl.load(first + s * slice_size, mask=inside, other=0.0, cache_modifier=".cg")
+        c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
+        tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
+        tl.store(counts_ptr + tile, 0)
+
+
+def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config):
+    """`split_k_kernel` on TMA-ready operands (tma_views): a program per tile and slice of k, its own fp32
+    workspace (a tile per program) and zeroed counters (a launch leaves them zeroed)."""
+    knobs = dict(config.kwargs)
+    split_k, block_m, block_n, block_k = (knobs[k] for k in ("SPLIT_K", "BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    products = c.shape[0] if c.dim() == 3 else 1
+    a_desc = TensorDescriptor.from_tensor(a_t, descriptor_box(a_t, block_m, block_k, layout.get("A_T")))
+    b_desc = TensorDescriptor.from_tensor(b_t, descriptor_box(b_t, block_k, block_n, layout.get("B_T")))
+    if c.dim() == 3:
+        knobs |= {"A_3D": a_t.dim() == 3, "B_3D": b_t.dim() == 3, "products": products, "stride_cb": c.stride(0)}
+    grid = (products * triton.cdiv(M, block_m) * triton.cdiv(N, block_n), split_k)
+    check_grid(grid)
+    partials = torch.empty(grid[0] * split_k * block_m * block_n, device=c.device, dtype=torch.float32)
+    counts = torch.zeros(grid[0], device=c.device, dtype=torch.int32)
+    return functools.partial(split_k_kernel[grid], a_desc, b_desc, c, partials, counts, M, N, K, c.stride(-2),
+                             c.stride(-1), **knobs, **layout, num_warps=config.num_warps,
+                             num_stages=config.num_stages)
+
+
+def few_tiles(M: int, N: int, products: int, device: torch.device) -> bool:
+    """Whether a product (or batch) has fewer 128×128 tiles than the GPU has SMs: then cutting k fills the GPU
+    where tiles cannot, and the split-K candidates join the search."""
+    sms = sm_count(device) if device.type == "cuda" else 132
+    return products * triton.cdiv(M, 128) * triton.cdiv(N, 128) < sms
 
 
 def c_descriptor(c: torch.Tensor, config: triton.Config) -> dict:
@@ -305,17 +386,31 @@ def c_descriptor(c: torch.Tensor, config: triton.Config) -> dict:
 
 
 def prepare_triton(a, b, c, configs):
-    return bind_configs(a, b, c, configs, extra=lambda config: c_descriptor(c, config))
+    """(refresh, {config: launch}): the persistent kernel's configs (v14's) and the split-K ones, sharing one
+    set of TMA-ready operands."""
+    M, K = a.shape[-2:]
+    a_t, b_t, layout, refresh = tma_views(a, b)
+    launches = {}
+    for config in configs:
+        if "SPLIT_K" in config.kwargs:
+            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config)
+        else:
+            launches[config] = bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, **layout,
+                                                   **c_descriptor(c, config), num_warps=config.num_warps,
+                                                   num_stages=config.num_stages)
+    return refresh, launches
 
 
-TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS, prepare_triton, tile=block_of, describe=describe_config,
-                       reference=("unflattened", TRITON_CONFIGS[2]))
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS, prepare_triton, tile=block_of,
+                       describe=describe_config, reference=("unflattened", TRITON_CONFIGS[2]))
 
 
 def warp_specialized_triton(a, b, c):
     if a.shape[-1] == 0:
         return zero_product(c)
-    return TRITON_SEARCH.tuned(a, b, c)
+    products = c.shape[0] if c.dim() == 3 else 1
+    split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
+    return TRITON_SEARCH.tuned(a, b, c, TRITON_SEARCH.candidates if split else TRITON_CONFIGS)
 
 
 VARIANT = Variant(

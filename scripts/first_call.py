@@ -2,9 +2,11 @@
 
 For each tuned rung (a rung with searches) and language, in a fresh process with an empty tuning cache, time
 the first call on one shape: the search compiles and times every candidate. Then, in another fresh process
-with the cache that first one filled, time the first call again: the choice is read, one kernel compiled.
-Both processes compile afresh (CuPy's and Triton's on-disk kernel caches off), so the difference is the
-search. Each rung runs in bf16 if it takes bf16, else in its first dtype; 16-bit dtypes at --size-16,
+with the cache that first one filled, time the first call again: the choice is read, one kernel compiled
+afresh (CuPy's and Triton's on-disk kernel caches off), so the difference is the search. Last, in a third
+process, a shape the tuning cache has not seen (64 more in every dimension), with the kernels the first
+process left in the on-disk kernel caches: what a user pays for a new shape once the kernels are built,
+the search's timing alone. Each rung runs in bf16 if it takes bf16, else in its first dtype; 16-bit dtypes at --size-16,
 the others (fp32, tf32) at --size-32.
 
     python scripts/first_call.py --markdown first_call.md --json first_call.json
@@ -33,7 +35,8 @@ from implementations.core.env import environment, set_cublas_math  # noqa: E402
 from implementations.core.tasks import Task, parse_sizes, skip_reason  # noqa: E402
 
 HEADER = ["rung", "language", "dtype", "shape", "first call, empty cache (s)", "first call, cache filled (s)",
-          "choice, empty cache", "choice, cache filled"]
+          "new shape, kernels built (s)", "choice, empty cache", "choice, cache filled"]
+NEW_SHAPE_STEP = 64  # the new shape: this much larger in every dimension (the same divisibility by 16)
 
 
 def first_call(module: str, lang: str, dtype: str, shape: tuple[int, int, int]) -> dict:
@@ -50,9 +53,13 @@ def first_call(module: str, lang: str, dtype: str, shape: tuple[int, int, int]) 
     return {"seconds": time.perf_counter() - start, "choice": prepared.run.chosen()}
 
 
-def in_fresh_process(cache: str, *spec) -> dict:
-    """first_call in a process of its own, with this tuning cache; its last line of error if it fails."""
-    env = {**os.environ, **COLD_CACHES, tuning_cache.DIR_VARIABLE: cache, search.MODE_VARIABLE: "time"}
+def in_fresh_process(cache: str, *spec, kernels: str | None = None) -> dict:
+    """first_call in a process of its own, with this tuning cache, and CuPy's and Triton's on-disk kernel
+    caches in the directory `kernels` (None: no disk caches, everything compiled); its last line of error
+    if it fails."""
+    disk = ({"CUPY_CACHE_DIR": f"{kernels}/cupy", "TRITON_CACHE_DIR": f"{kernels}/triton"} if kernels
+            else COLD_CACHES)
+    env = {**os.environ, **disk, tuning_cache.DIR_VARIABLE: cache, search.MODE_VARIABLE: "time"}
     done = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)], env=env, capture_output=True,
                           text=True)
     if done.returncode != 0:
@@ -97,10 +104,13 @@ def main() -> int:
             if reason:
                 rows.append(label + ["", "", reason, ""])
                 continue
-            with tempfile.TemporaryDirectory() as cache:
-                before = in_fresh_process(cache, v.module, s.lang, dtype, shape)
+            new_shape = tuple(n + NEW_SHAPE_STEP for n in shape)
+            with (tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as other,
+                  tempfile.TemporaryDirectory() as kernels):
+                before = in_fresh_process(cache, v.module, s.lang, dtype, shape, kernels=kernels)  # empty: all built
                 after = in_fresh_process(cache, v.module, s.lang, dtype, shape)
-            rows.append(label + [seconds(before), seconds(after), before["choice"], after["choice"]])
+                new = in_fresh_process(other, v.module, s.lang, dtype, new_shape, kernels=kernels)
+            rows.append(label + [seconds(before), seconds(after), seconds(new), before["choice"], after["choice"]])
             print(" ".join(rows[-1][:6]), file=sys.stderr)
     print(tabulate(rows, HEADER, disable_numparse=True))
     if args.markdown:

@@ -5,7 +5,7 @@ Where: `$TVC_CACHE_DIR/tuning.json`, else `$XDG_CACHE_HOME/triton-vs-cuda/tuning
 XDG_CACHE_HOME is unset). One entry per problem: the GPU (name, compute capability), the rung, language,
 dtype, layout, M, N, K, the operands' strides and 16-byte alignment (what the kernels are specialised on;
 the search builds it). The entry keeps the winner, every candidate's time, when the search ran and how
-long it took, and the software it ran under (CUDA runtime and driver, torch, Triton, CuPy).
+long it took, how it was timed, and the software it ran under (CUDA runtime and driver, torch, Triton, CuPy).
 
 What is trusted: plain JSON values, nothing else. The file is parsed, never executed, imported or
 unpickled; the winner is a candidate's description, and an entry is taken only if the rung's current
@@ -80,6 +80,7 @@ class Entry:
     seconds: float  # how long the search took
     searched: str  # when (UTC, ISO 8601)
     software: dict  # software() when it was searched
+    timer: str = "events"  # "events" or "graph": how the times were taken (search.time_candidates)
 
     @classmethod
     def parse(cls, raw) -> Entry:
@@ -89,7 +90,7 @@ class Entry:
         if not (isinstance(entry.problem, dict) and isinstance(entry.best, str) and isinstance(entry.times_ms, dict)
                 and all(isinstance(k, str) and isinstance(v, numbers) for k, v in entry.times_ms.items())
                 and isinstance(entry.seconds, numbers) and isinstance(entry.searched, str)
-                and isinstance(entry.software, dict)):
+                and isinstance(entry.software, dict) and entry.timer in ("events", "graph")):
             raise ValueError("fields of the wrong type")
         return entry
 

@@ -306,3 +306,45 @@ def test_first_call_says_in_one_line_that_it_needs_a_gpu():
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.splitlines() == ["first_call.py needs a CUDA device: it times the tuned rungs' searches on a GPU"]
+
+
+def table_timer(calls, table):
+    """A fake timer: runs the call and returns its candidate's time from `table`, leaving `calls` as it was."""
+    def time(fn, *args, **kwargs):
+        before = len(calls)
+        fn()
+        name = calls[-1]
+        del calls[before:]
+        return table[name]
+
+    return time
+
+
+def test_candidates_shorter_than_a_launch_are_timed_again_in_a_graph(timed, monkeypatch):
+    """Event-timed calls this short are mostly launch: the choice follows the graph-replayed times, and the
+    report and the tuning cache say how the times were taken."""
+    calls, _ = timed
+    events = {"a": 0.010, "b": 0.011, "c": 0.012}  # "a" ahead by launch jitter
+    graph = {"a": 0.006, "b": 0.004, "c": 0.005}  # replayed: "b"'s kernel is the fastest
+    monkeypatch.setattr("triton.testing.do_bench", table_timer(calls, events))
+    monkeypatch.setattr("triton.testing.do_bench_cudagraph", table_timer(calls, graph))
+    s = fake_search(calls)
+    s.tuned(*operands())()
+    report = s.report(next(iter(s.choices.values())))
+    assert calls == ["refresh", "b"] and report.startswith("b, 0.004 ms") and "timed in a CUDA graph" in report
+    [entry] = json.loads(tuning_cache.path().read_text())["entries"]
+    assert entry["timer"] == "graph" and entry["best"] == "b"
+
+
+def test_a_candidate_a_graph_cannot_capture_leaves_the_events_times(timed, monkeypatch):
+    calls, _ = timed
+    monkeypatch.setattr("triton.testing.do_bench", table_timer(calls, {"a": 0.03, "b": 0.01, "c": 0.02}))
+
+    def refuse(fn, rep):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr("triton.testing.do_bench_cudagraph", refuse)
+    s = fake_search(calls)
+    s.tuned(*operands())()
+    report = s.report(next(iter(s.choices.values())))
+    assert calls == ["refresh", "b"] and report.startswith("b, 0.010 ms") and "CUDA graph" not in report

@@ -1,0 +1,51 @@
+"""v15's Triton split-K kernel: a tile's k-slices summed by whichever slice finishes last, right run after run
+(the counters set back to 0), the same bits each time, and offered to the search only where tiles are few.
+On the CPU it runs in Triton's interpreter (fp16: the interpreter's bf16 is wrong), on a GPU in bf16 too."""
+
+import pytest
+import torch
+
+from implementations.core.check import PRECISIONS, check, make_inputs, poison
+
+from ..helpers import param_id
+
+# k-blocks fewer than the slices (empty slices), ragged in every dimension, a row of A, a batch sharing B.
+CASES = [((33, 70, 40), 0), ((97, 61, 300), 0), ((1, 96, 520), 0), ((20, 40, 200), 3)]
+
+
+def dtypes(device):
+    return ["fp16"] if device.type == "cpu" else ["fp16", "bf16"]
+
+
+@pytest.mark.parametrize("case", CASES, ids=param_id)
+def test_split_k_is_right_and_the_same_run_after_run(case, device):
+    from implementations import v15_warp_specialized as v15
+
+    if device.type == "cuda" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA descriptors: sm_90")
+    (M, N, K), batch = case
+    for dtype in dtypes(device):
+        precision = PRECISIONS[dtype]
+        a, b = make_inputs(M, N, K, precision, device, 5, batch=batch, shared="b" if batch else "")
+        c = torch.empty((batch, M, N) if batch else (M, N), device=device, dtype=a.dtype)
+        refresh, runs = v15.prepare_triton(a, b, c, v15.SPLIT_K_CONFIGS)
+        for config, run in runs.items():
+            first = None
+            for _ in range(3):  # a launch that left a counter raised would skip or repeat a sum in the next
+                poison(c)
+                refresh()
+                run()
+                outcome = check(c, a, b, precision)
+                assert outcome.ok, (config, case, dtype, outcome.why())
+                first = c.clone() if first is None else first
+                assert torch.equal(c, first), (config, case, dtype, "differs from the first run")
+
+
+def test_split_k_joins_the_search_only_where_tiles_are_few():
+    from implementations import v15_warp_specialized as v15
+
+    cpu = torch.device("cpu")
+    assert v15.few_tiles(16, 4096, 1, cpu)  # decode: 32 tiles of 128×128
+    assert v15.few_tiles(1024, 1024, 1, cpu)
+    assert not v15.few_tiles(2048, 2048, 1, cpu)  # 256 tiles
+    assert not v15.few_tiles(1024, 1024, 4, cpu)  # a batch of four fills the GPU with tiles
