@@ -14,11 +14,11 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
 - Epilogue: each consumer rounds its block into a swizzled staging buffer (stmatrix), one thread hands
   it to a TMA store, and the warpgroup starts its next tile while the copy engine writes.
 - Stream-K (one candidate): where the last round of tiles would leave clusters idle, its k-blocks are
-  dealt out evenly instead; a tile cut between clusters is finished by the cluster holding its first
-  k-block, which adds the others' fp32 partial sums.
-The rung declares its candidates (tile width, stages, cluster and group size, stream-K; for small products
-narrow tiles, and 64-row tiles of one consumer warpgroup, two CTAs per SM), and the shared search
-(implementations/core/search.py) times them at the first call per problem, in both languages.
+  dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
+  which adds the others' fp32 partial sums. Triton's split-K (`split_k_kernel`), for products of fewer
+  tiles than SMs: each tile cut into SPLIT_K slices of k, the last slice to finish adds the others'.
+The rung declares its candidates (tile width, stages, cluster and group size, stream-K, split-K; 64-row
+tiles of one consumer warpgroup for few rows), and the shared search times them per problem.
 
 CUDA C and Triton side by side:
 
@@ -31,10 +31,10 @@ CUDA C and Triton side by side:
 | clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
 | tile order | grouped over cluster tiles, k downwards in every other round | GROUP_M in the persistent loop (v14's) |
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
+| k cut among SMs | stream-K: the last round's k-blocks, flags per CTA | split-K: a grid axis of slices, a counter per tile |
 | transposed operand | boxes of the stored matrix, wgmma's transpose bit | `.T` of the box (`operand_box`) |
 | batch | 3-D tensor maps; tile t is product t / tiles per product | 3-D descriptors, the same walk |
-| search | the rung's candidates, timed by the shared search | the same; Triton's own `triton.autotune` would do it, |
-|  |  | the suite searches both languages with one timer |
+| search | the rung's candidates, timed by the shared search | the same (`triton.autotune` could: one timer for both) |
 
 What Triton does for you: the pipeline, descriptors, layouts and wgmma, as in v14; with `flatten=True`
 the pipeliner treats the tile loop and the k-loop as one, so the next tile's first loads fly during
@@ -107,6 +107,7 @@ CUDA_CANDIDATES = (
     Tile(128, 6, 2, 8),  # twice the tiles, for products whose 128×256 tiles would leave SMs idle
     Tile(64, 8, 1, 8),  # four times the tiles, for smaller products still
     Tile(128, 3, 1, 8, 0, 64),  # 64-row tiles, two CTAs per SM: products (or batches of them) of few rows
+    Tile(128, 4, 1, 8, 0, 64),  # one CTA per SM, a deeper ring: about as many tiles as SMs (1024³)
     Tile(64, 5, 1, 8, 0, 64),
     Tile(64, 5, 1, 8, 1, 64),  # and their k-blocks dealt out: fewer tiles than SMs (decode, skinny, small)
 )
@@ -188,8 +189,8 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
                      offsets: torch.Tensor | None = None):
     """One CUDA candidate on a problem's prepared tensor maps (the search times these; the tests check each).
 
-    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile, or
-    with stream-K one per k-block of them), or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
+    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
+    or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
     `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (python -m implementations.tools.timeline).
     `epilogue`: the C++ type the kernel applies before it stores C, reading `bias` (N elements of C's type)
     where it adds one, from `source` (v17's .cu instantiates this kernel with its epilogues).
@@ -202,9 +203,8 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     kernel = tile.kernel(c.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
     if clusters is None:
         clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
-    if offsets is None:  # stream-K deals out k-blocks: with fewer tiles than clusters, every tile is cut
-        tiles = problem.products * cluster_tiles(problem.M, problem.N, tile)
-        clusters = min(clusters, tiles * triton.cdiv(problem.K, BK) if tile.STREAM_K else tiles)
+    if offsets is None:
+        clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
     else:  # each group's last cluster row may be partly empty: at most one more cluster row per group
         clusters = min(clusters, cluster_tiles(problem.M, problem.N, tile) + problem.products * triton.cdiv(
             problem.N, tile.BN))
@@ -298,9 +298,8 @@ TRITON_CONFIGS = (
     tma_config(64, 64, 64, 4, 6, FLATTEN=True),
 )
 SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (few_tiles)
-    tma_config(64, 128, 64, 4, 4, SPLIT_K=4),
-    tma_config(64, 64, 64, 4, 6, SPLIT_K=8),
-    tma_config(128, 128, 64, 8, 4, SPLIT_K=2),
+    tma_config(64, 128, 64, 4, 6, SPLIT_K=4),  # decode: a deep ring of B per SM
+    tma_config(64, 128, 64, 4, 4, SPLIT_K=2),  # skinny: a few dozen rows, N and K of thousands
 )
 
 

@@ -59,8 +59,6 @@
 //     announced by a flag) and adds them. Each partial costs its writer 128 KB of stores and its reader
 //     128 KB of loads, and runs that cross tiles scatter the clusters over k, so L2 misses more: it
 //     pays where the last round is nearly empty, not where it is nearly full; the search decides.
-//     With fewer tiles than clusters (decode, small products) there are no whole rounds: every tile is
-//     cut along k and shared out, and the grid fills the GPU where tiles alone could not.
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
