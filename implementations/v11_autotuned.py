@@ -51,7 +51,6 @@ Its story (measurements, what was tried): docs/notes/v11.md.
 """
 
 import dataclasses
-import functools
 import re
 import subprocess
 import tempfile
@@ -69,8 +68,8 @@ from triton.experimental.gluon.language.nvidia.ampere import async_copy
 from .core.check import LAYOUTS
 from .core.cuda_c import MAX_GRID, CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
 from .core.registry import Variant, layout_of
-from .core.triton_util import block_of, describe_config
 from .core.search import Search, each
+from .core.triton_util import block_of, describe_config, prebound
 from .v10_warptiling import block_tile
 
 
@@ -233,7 +232,7 @@ def launch_config(a, b, c, config: triton.Config):
     """One Triton config, without the search (the interpreter's path; the tests check each config)."""
     products, args = operand_args(a, b, c)
     M, N = args[:2]
-    return functools.partial(autotuned_kernel[_grid(M, N, products)], a, b, c, *args, **config.all_kwargs())
+    return prebound(autotuned_kernel, _grid(M, N, products), a, b, c, *args, **config.all_kwargs())
 
 
 def describe(candidate) -> str:
@@ -426,8 +425,8 @@ def launch_gluon(a, b, c, tile: Tile, **knobs):
     """One Gluon candidate, bound to these operands (GPU only: Gluon has no interpreter)."""
     products, args = operand_args(a, b, c)
     M, N, K = args[:3]
-    return functools.partial(
-        gluon_warptile_kernel[(*tile.grid(M, N), products)], a, b, c, *args,
+    return prebound(
+        gluon_warptile_kernel, (*tile.grid(M, N), products), a, b, c, *args,
         BLOCK_M=tile.BM, BLOCK_N=tile.BN, BLOCK_K=tile.BK, WARP_M=tile.WM, WARP_N=tile.WN, STAGES=tile.STAGES,
         GROUP_M=tile.GROUP_M, EVEN=M % tile.BM == 0 and N % tile.BN == 0 and K % tile.BK == 0,
         num_warps=tile.threads // 32, **(GLUON_KNOBS | knobs),

@@ -40,7 +40,6 @@ issues the copies is also a consumer, so its warpgroup waits whenever a slot is 
 128×128 tile reads B from shared memory once per 64 rows. v15 removes both.
 """
 
-import functools
 
 import numpy as np
 import torch
@@ -51,6 +50,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from .core.check import LAYOUTS
 from .core.cuda_c import CudaSource, bind, check_grid, tensor_map
 from .core.registry import Variant, layout_of
+from .core.triton_util import prebound
 from .v11_autotuned import grouped_tile
 
 BM, BN, BK = 128, 128, 64
@@ -243,8 +243,8 @@ def bind_tma_persistent(a_t, b_t, c, M, N, K, *, BLOCK_M, BLOCK_N, BLOCK_K, GROU
         knobs |= {"A_3D": a_t.dim() == 3, "B_3D": b_t.dim() == 3, "products": c.shape[0], "stride_cb": c.stride(0)}
     grid = (programs(c.device, M, N, BLOCK_M, BLOCK_N, c.shape[0] if c.dim() == 3 else 1),)
     check_grid(grid)
-    return functools.partial(
-        kernel[grid], a_desc, b_desc, c, M, N, K, c.stride(-2), c.stride(-1),
+    return prebound(
+        kernel, grid, a_desc, b_desc, c, M, N, K, c.stride(-2), c.stride(-1),
         BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, **knobs)
 
 

@@ -64,7 +64,7 @@ from .core.cuda_c import CudaSource, bind, check_grid, function_pointer, tensor_
 from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant
 from .core.search import Search
-from .core.triton_util import block_of, describe_config
+from .core.triton_util import block_of, describe_config, prebound
 from .core.validate import check_bias
 from .v11_autotuned import grouped_tile
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, descriptor_box, operand_box,
@@ -363,7 +363,7 @@ def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config):
     check_grid(grid)
     partials = torch.empty(grid[0] * split_k * block_m * block_n, device=c.device, dtype=torch.float32)
     counts = torch.zeros(grid[0], device=c.device, dtype=torch.int32)
-    return functools.partial(split_k_kernel[grid], a_desc, b_desc, c, partials, counts, M, N, K, c.stride(-2),
+    return prebound(split_k_kernel, grid, a_desc, b_desc, c, partials, counts, M, N, K, c.stride(-2),
                              c.stride(-1), **knobs, **layout, num_warps=config.num_warps,
                              num_stages=config.num_stages)
 

@@ -42,7 +42,6 @@ above the loop of cuBLAS calls even when a CUDA graph removes the loop's launch 
 Its story (design choices, measurements): docs/notes/v18.md.
 """
 
-import functools
 
 import torch
 import triton
@@ -52,7 +51,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from .core.cuda_c import CudaSource, check_grid
 from .core.registry import Variant
 from .core.search import Search
-from .core.triton_util import block_of, describe_config
+from .core.triton_util import block_of, describe_config, prebound
 from .v11_autotuned import grouped_tile
 from .v14_wgmma_tma import IS_BF16, operand_box, sm_count, tma_views, zero_product
 from .v15_warp_specialized import TRITON_CONFIGS, Tile, launch_candidate, tma_problem
@@ -169,8 +168,8 @@ def prepare_triton(a, b, c, configs, offsets=None):
         b_desc = TensorDescriptor.from_tensor(b_t, box)
         grid = (programs(c.device, M, N, G, kw["BLOCK_M"], kw["BLOCK_N"]),)
         check_grid(grid)
-        launches[config] = functools.partial(
-            grouped_persistent_kernel[grid], a_desc, b_desc, c, offsets, G, M, N, K, c.stride(0), c.stride(1),
+        launches[config] = prebound(
+            grouped_persistent_kernel, grid, a_desc, b_desc, c, offsets, G, M, N, K, c.stride(0), c.stride(1),
             G_PAD=triton.next_power_of_2(G), num_warps=config.num_warps, num_stages=config.num_stages, **kw,
             **layout)
     return refresh, launches
