@@ -3,8 +3,9 @@ once), and v15's Triton kernel through `kernel[grid]` (every argument bound and 
 and bound once (core/triton_util.prebound), on a product small enough that the launch is the cost.
 
 For each path: the host's time per call over many calls issued back to back (no synchronisation between
-them: the CPU's share), and the time per call until the GPU has finished them all (the user's share: the
-larger of the host's and the kernel's). Needs a GPU.
+them: the CPU's share; once the GPU falls behind, the launch queue fills and the host waits for it), the
+time per call until the GPU has finished them all (the user's share), and the call's time replayed in a
+CUDA graph (the GPU's share, no launch at all). Needs a GPU.
 
     python scripts/launch_cost.py --size 256 --json out/launch_cost.json --markdown out/launch_cost.md
 """
@@ -19,12 +20,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
 from tabulate import tabulate  # noqa: E402
+from triton.testing import do_bench_cudagraph  # noqa: E402
 
 from implementations import v15_warp_specialized as v15  # noqa: E402
 from implementations.core.check import PRECISIONS, check, make_inputs  # noqa: E402
 from implementations.core.env import environment  # noqa: E402
 
-HEADER = ["path", "host µs per call", "µs per call, GPU done", "output"]
+HEADER = ["path", "host µs per call", "µs per call, GPU done", "kernel µs (CUDA graph)", "output"]
 CALLS = 2000
 
 
@@ -70,7 +72,9 @@ def main() -> int:
     for name, fn in paths.items():
         c.fill_(float("nan"))
         host, total = per_call(fn, args.calls)
-        rows.append([name, f"{host:.2f}", f"{total:.2f}", "ok" if check(c, a, b, precision).ok else "WRONG"])
+        right = check(c, a, b, precision).ok
+        kernel = 1000 * do_bench_cudagraph(fn, rep=50)
+        rows.append([name, f"{host:.2f}", f"{total:.2f}", f"{kernel:.2f}", "ok" if right else "WRONG"])
         print(" | ".join(rows[-1]), file=sys.stderr)
     title = f"bf16 {args.size}³, {args.calls} calls back to back"
     print(title)

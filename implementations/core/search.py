@@ -23,9 +23,9 @@ A rung's part:
 At the first call for a problem (rung, language, GPU, dtype, layout, M, N, K, strides and 16-byte
 alignment, epilogue, groups: what the kernels are specialised on) the choice comes from the tuning cache
 (core/tuning_cache.py) when an earlier search, in any process, left one there; otherwise every candidate
-is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own timer; calls
-shorter than GRAPH_BELOW_MS again in a CUDA graph, where launches no longer hide the kernels' differences)
-and the winner is saved there. Later calls launch the winner directly. The harness checks the output of that
+is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own timer; where
+calls are shorter than GRAPH_BELOW_MS, those that tie within TIE are timed again in a CUDA graph, where
+launches no longer hide the kernels' differences) and the winner is saved there. Later calls launch the winner directly. The harness checks the output of that
 first call, which the winner computed, as it checks any run. The report says where the choice came from.
 
 TVC_SEARCH sets the mode: "time" (the default, as above), "retune" (search even when the cache has a
@@ -51,7 +51,7 @@ from . import tuning_cache
 from .validate import check_groups
 
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
-GRAPH_BELOW_MS = 0.1  # candidates this fast are timed again in a CUDA graph (time_candidates)
+GRAPH_BELOW_MS, TIE = 0.1, 1.1  # candidates this fast, and this close, are timed again in a graph (time_candidates)
 MODE_VARIABLE = "TVC_SEARCH"
 MODES = ("time", "retune", "first")
 
@@ -81,7 +81,7 @@ class Choice:
     seconds: float  # how long the search took (in the process that ran it)
     why_untimed: str = ""
     cached: str = ""  # when the search ran, for a choice taken from the tuning cache
-    timer: str = "events"  # how the times were taken (time_candidates)
+    graph: dict = field(default_factory=dict)  # the tied candidates' times in a CUDA graph, when they decided
 
 
 def each(launch: Callable[..., Launch]) -> Prepare:
@@ -119,22 +119,26 @@ def untimed_reason(device: torch.device) -> str:
     return ""
 
 
-def time_candidates(runs: dict) -> tuple[dict, str]:
-    """Every candidate's time in ms (candidate -> its whole call), and how it was timed: "events" (do_bench),
-    or "graph" where the fastest call is shorter than GRAPH_BELOW_MS. There the launch, the same for every
-    candidate, is most of each event-timed call and its jitter decides the race; replayed in a CUDA graph,
-    the calls differ by their kernels alone. A candidate that cannot be captured keeps the events times."""
+def time_candidates(runs: dict) -> tuple[dict, dict]:
+    """(events, graph): every candidate's time in ms with do_bench (its whole call, the L2 flushed before each),
+    and, where the fastest is shorter than GRAPH_BELOW_MS, the times replayed in a CUDA graph of the candidates
+    within TIE of it ({} otherwise). There a launch, the same for every candidate, is most of each event-timed
+    call and its jitter decides between candidates that tie; in a graph they differ by their kernels alone.
+    A candidate slower than that with events stays out: what it loses there (reading cold operands from
+    DRAM, say) a warm graph would hide. A candidate that cannot be captured leaves the graph empty."""
     from triton.testing import do_bench, do_bench_cudagraph
 
-    times = {cand: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for cand, run in runs.items()}
-    if min(times.values()) >= GRAPH_BELOW_MS:
-        return times, "events"
+    events = {cand: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for cand, run in runs.items()}
+    fastest = min(events.values())
+    tied = [cand for cand, ms in events.items() if ms <= TIE * fastest]
+    if fastest >= GRAPH_BELOW_MS or len(tied) < 2:
+        return events, {}
     try:
-        return {cand: do_bench_cudagraph(run, rep=SEARCH_REP_MS) for cand, run in runs.items()}, "graph"
+        return events, {cand: do_bench_cudagraph(runs[cand], rep=SEARCH_REP_MS) for cand in tied}
     except RuntimeError as exc:
-        tuning_cache.warn(f"timed with events: a candidate could not be captured in a CUDA graph ({exc})"
+        tuning_cache.warn(f"chosen with events: a candidate could not be captured in a CUDA graph ({exc})"
                           .splitlines()[0])
-        return times, "events"
+        return events, {}
 
 
 @dataclass(frozen=True, eq=False)
@@ -218,12 +222,13 @@ class Search:
             if cached is not None:
                 return cached
         start = time.perf_counter()
-        times, timer = time_candidates(runs)
-        choice = Choice(min(times, key=times.get), times, time.perf_counter() - start, timer=timer)
+        times, graph = time_candidates(runs)
+        decided = graph or times
+        choice = Choice(min(decided, key=decided.get), times, time.perf_counter() - start, graph=graph)
         entry = tuning_cache.Entry(
             problem, self.describe(choice.best), {self.describe(cand): ms for cand, ms in times.items()},
             choice.seconds, datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            tuning_cache.software(), timer)
+            tuning_cache.software(), {self.describe(cand): ms for cand, ms in graph.items()})
         try:
             tuning_cache.save(entry)
         except OSError as exc:  # a cache that cannot be written costs the next process a search, not this run
@@ -237,14 +242,15 @@ class Search:
         if entry is None:
             return None
         times = {known[described]: ms for described, ms in entry.times_ms.items()}
-        return Choice(known[entry.best], times, entry.seconds, cached=entry.searched, timer=entry.timer)
+        graph = {known[described]: ms for described, ms in entry.graph_ms.items()}
+        return Choice(known[entry.best], times, entry.seconds, cached=entry.searched, graph=graph)
 
     def report(self, choice: Choice) -> str:
         """The winner and its time; beside it the runner-up, the fastest of every other family, the reference."""
         if choice.why_untimed:
             return f"{self.describe(choice.best)} ({choice.why_untimed})"
-        times = choice.times
-        ranked = sorted(times, key=times.get)
+        times, graph = choice.times, choice.graph
+        ranked = sorted(graph, key=graph.get) + sorted(set(times) - set(graph), key=times.get)
         named = {}
         if len(ranked) > 1:
             named[ranked[1]] = "runner-up"
@@ -255,9 +261,12 @@ class Search:
                 named.setdefault(cand, "fastest")
         if self.reference is not None and self.reference[1] in times and self.reference[1] != choice.best:
             named.setdefault(self.reference[1], self.reference[0])
-        beside = "; ".join(f"{label} {self.describe(cand)} {times[cand]:.3f} ms" for cand, label in named.items())
+        def timed(cand):
+            return f"{times[cand]:.3f} ms" + (f" ({graph[cand]:.3f} in a graph)" if cand in graph else "")
+
+        beside = "; ".join(f"{label} {self.describe(cand)} {timed(cand)}" for cand, label in named.items())
         searched = (f"from the tuning cache: searched {choice.cached[:10]} in {choice.seconds:.1f} s"
                     if choice.cached else f"{choice.seconds:.1f} s")
-        timer = ", timed in a CUDA graph" if choice.timer == "graph" else ""
-        return (f"{self.describe(choice.best)}, {times[choice.best]:.3f} ms"
-                + (f"; {beside}" if beside else "") + f" ({len(times)} candidates{timer}, {searched})")
+        tied = f", {len(graph)} within {TIE:g}x decided in a CUDA graph" if graph else ""
+        return (f"{self.describe(choice.best)}, {timed(choice.best)}"
+                + (f"; {beside}" if beside else "") + f" ({len(times)} candidates{tied}, {searched})")

@@ -4,12 +4,13 @@ no search.
 Where: `$TVC_CACHE_DIR/tuning.json`, else `$XDG_CACHE_HOME/triton-vs-cuda/tuning.json` (~/.cache when
 XDG_CACHE_HOME is unset). One entry per problem: the GPU (name, compute capability), the rung, language,
 dtype, layout, M, N, K, the operands' strides and 16-byte alignment (what the kernels are specialised on;
-the search builds it). The entry keeps the winner, every candidate's time, when the search ran and how
-long it took, how it was timed, and the software it ran under (CUDA runtime and driver, torch, Triton, CuPy).
+the search builds it). The entry keeps the winner, every candidate's time (and the tied candidates' times
+in a CUDA graph, where those decided), when the search ran and how long it took, and the software it ran
+under (CUDA runtime and driver, torch, Triton, CuPy).
 
 What is trusted: plain JSON values, nothing else. The file is parsed, never executed, imported or
 unpickled; the winner is a candidate's description, and an entry is taken only if the rung's current
-candidates are exactly those it timed and its winner is the fastest of its times. An unreadable file,
+candidates are exactly those it timed and its winner is the fastest of the times that decided. An unreadable file,
 another schema version, a malformed entry, one whose candidates differ, or one searched under other
 software is ignored with a one-line warning on stderr: the search runs again and its result replaces the
 entry (or, for a file that cannot be read, the file).
@@ -80,7 +81,7 @@ class Entry:
     seconds: float  # how long the search took
     searched: str  # when (UTC, ISO 8601)
     software: dict  # software() when it was searched
-    timer: str = "events"  # "events" or "graph": how the times were taken (search.time_candidates)
+    graph_ms: dict = dataclasses.field(default_factory=dict)  # description -> ms in a CUDA graph, the tied ones
 
     @classmethod
     def parse(cls, raw) -> Entry:
@@ -90,7 +91,8 @@ class Entry:
         if not (isinstance(entry.problem, dict) and isinstance(entry.best, str) and isinstance(entry.times_ms, dict)
                 and all(isinstance(k, str) and isinstance(v, numbers) for k, v in entry.times_ms.items())
                 and isinstance(entry.seconds, numbers) and isinstance(entry.searched, str)
-                and isinstance(entry.software, dict) and entry.timer in ("events", "graph")):
+                and isinstance(entry.software, dict) and isinstance(entry.graph_ms, dict)
+                and all(k in entry.times_ms and isinstance(v, numbers) for k, v in entry.graph_ms.items())):
             raise ValueError("fields of the wrong type")
         return entry
 
@@ -132,7 +134,8 @@ def load(problem: dict, candidates: set[str]) -> Entry | None:
         except (TypeError, ValueError) as exc:
             warn(f"{file}: a malformed entry for {label(problem)} ({exc}); searching again")
             return None
-        if set(entry.times_ms) != candidates or entry.times_ms.get(entry.best) != min(entry.times_ms.values()):
+        decided = entry.graph_ms or entry.times_ms
+        if set(entry.times_ms) != candidates or decided.get(entry.best) != min(decided.values()):
             warn(f"{file}: the entry for {label(problem)} timed other candidates than the rung has now, or did "
                  "not choose the fastest; searching again")
             return None

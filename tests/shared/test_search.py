@@ -308,37 +308,50 @@ def test_first_call_says_in_one_line_that_it_needs_a_gpu():
     assert done.stderr.splitlines() == ["first_call.py needs a CUDA device: it times the tuned rungs' searches on a GPU"]
 
 
-def table_timer(calls, table):
-    """A fake timer: runs the call and returns its candidate's time from `table`, leaving `calls` as it was."""
+def table_timer(calls, table, timed=None):
+    """A fake timer: runs the call and returns its candidate's time from `table`, leaving `calls` as it was
+    (and the candidate's name appended to `timed`)."""
     def time(fn, *args, **kwargs):
         before = len(calls)
         fn()
         name = calls[-1]
         del calls[before:]
+        if timed is not None:
+            timed.append(name)
         return table[name]
 
     return time
 
 
-def test_candidates_shorter_than_a_launch_are_timed_again_in_a_graph(timed, monkeypatch):
-    """Event-timed calls this short are mostly launch: the choice follows the graph-replayed times, and the
-    report and the tuning cache say how the times were taken."""
+def test_short_candidates_that_tie_are_decided_in_a_graph(timed, monkeypatch):
+    """Event-timed calls this short are mostly launch: among the candidates that tie with the fastest (within
+    TIE), the one whose kernel is fastest in a CUDA graph wins; one clearly slower with events ("c": cold
+    operands, say) is not timed again. The report and the tuning cache keep both kinds of times."""
     calls, _ = timed
-    events = {"a": 0.010, "b": 0.011, "c": 0.012}  # "a" ahead by launch jitter
-    graph = {"a": 0.006, "b": 0.004, "c": 0.005}  # replayed: "b"'s kernel is the fastest
+    events = {"a": 0.0100, "b": 0.0104, "c": 0.030}  # "a" ahead by launch jitter
+    graph = {"a": 0.006, "b": 0.004, "c": 0.001}  # "c" would win a warm graph, but is out of the tie
+    graphed = []
     monkeypatch.setattr("triton.testing.do_bench", table_timer(calls, events))
-    monkeypatch.setattr("triton.testing.do_bench_cudagraph", table_timer(calls, graph))
+    monkeypatch.setattr("triton.testing.do_bench_cudagraph", table_timer(calls, graph, graphed))
     s = fake_search(calls)
     s.tuned(*operands())()
     report = s.report(next(iter(s.choices.values())))
-    assert calls == ["refresh", "b"] and report.startswith("b, 0.004 ms") and "timed in a CUDA graph" in report
+    assert calls == ["refresh", "b"] and sorted(graphed) == ["a", "b"], (calls, graphed)
+    assert report.startswith("b, 0.010 ms (0.004 in a graph); runner-up a 0.010 ms (0.006 in a graph)"), report
+    assert "2 within 1.1x decided in a CUDA graph" in report
     [entry] = json.loads(tuning_cache.path().read_text())["entries"]
-    assert entry["timer"] == "graph" and entry["best"] == "b"
+    assert entry["best"] == "b" and set(entry["graph_ms"]) == {"a", "b"} and len(entry["times_ms"]) == 3
+    s.choices.clear()  # as in a new process: the cache gives the same choice, its graph times with it
+    monkeypatch.setattr(search, "time_candidates", lambda runs: pytest.fail("searched again"))
+    s.tuned(*operands())()
+    again = s.report(next(iter(s.choices.values())))
+    head = "decided in a CUDA graph, "
+    assert again.split(head)[0] == report.split(head)[0] and "from the tuning cache" in again.split(head)[1], again
 
 
 def test_a_candidate_a_graph_cannot_capture_leaves_the_events_times(timed, monkeypatch):
     calls, _ = timed
-    monkeypatch.setattr("triton.testing.do_bench", table_timer(calls, {"a": 0.03, "b": 0.01, "c": 0.02}))
+    monkeypatch.setattr("triton.testing.do_bench", table_timer(calls, {"a": 0.0103, "b": 0.0100, "c": 0.02}))
 
     def refuse(fn, rep):
         raise RuntimeError("operation not permitted when stream is capturing")
@@ -347,4 +360,4 @@ def test_a_candidate_a_graph_cannot_capture_leaves_the_events_times(timed, monke
     s = fake_search(calls)
     s.tuned(*operands())()
     report = s.report(next(iter(s.choices.values())))
-    assert calls == ["refresh", "b"] and report.startswith("b, 0.010 ms") and "CUDA graph" not in report
+    assert calls == ["refresh", "b"] and report.startswith("b, 0.010 ms; ") and "graph" not in report
