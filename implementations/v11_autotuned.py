@@ -212,7 +212,18 @@ def autotuned_kernel(
     a_ptr, b_ptr, c_ptr, M, N, K,
     stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn, stride_ab, stride_bb, stride_cb,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
+    ROW_ALIGN: tl.constexpr = 1,
 ):
+    # Triton knows of an integer argument only whether it is a multiple of 16: rows of 1028 floats start
+    # 16-byte aligned, and masks at K or N cut them into whole 16-byte pieces, but unless the kernel can see
+    # it they are copied 4 bytes at a time. (x // R) * R is x where the launcher has checked that R divides
+    # it (row_align), and the compiler can see that R divides it
+    if ROW_ALIGN > 1:
+        stride_am = stride_am // ROW_ALIGN * ROW_ALIGN
+        stride_bk = stride_bk // ROW_ALIGN * ROW_ALIGN
+        stride_cm = stride_cm // ROW_ALIGN * ROW_ALIGN
+        K = K // ROW_ALIGN * ROW_ALIGN
+        N = N // ROW_ALIGN * ROW_ALIGN
     # the product of a batch this program computes: grid axis 1 (a batch stride of 0: one shared operand)
     product = tl.program_id(1).to(tl.int64)
     a_ptr += product * stride_ab
@@ -228,11 +239,26 @@ def _grid(M, N, batch):
     return lambda meta: (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), batch)
 
 
+def row_align(a, b, c) -> int:
+    """ROW_ALIGN for the Triton kernel: the elements in 16 bytes when A, B and C are all row-major with every
+    row, and every matrix of a batch, starting 16-byte aligned, and K and N are multiples of it (the masks
+    along rows); else 1 (no hint)."""
+    per_16_bytes = 16 // a.element_size()
+
+    def aligned(t):
+        return (t.stride(-1) == 1 and t.stride(-2) % per_16_bytes == 0 and t.data_ptr() % 16 == 0
+                and (t.dim() == 2 or t.stride(0) % per_16_bytes == 0))
+
+    rows = all(aligned(t) for t in (a, b, c)) and a.shape[-1] % per_16_bytes == 0 and b.shape[-1] % per_16_bytes == 0
+    return per_16_bytes if rows else 1
+
+
 def launch_config(a, b, c, config: triton.Config):
     """One Triton config, without the search (the interpreter's path; the tests check each config)."""
     products, args = operand_args(a, b, c)
     M, N = args[:2]
-    return prebound(autotuned_kernel, _grid(M, N, products), a, b, c, *args, **config.all_kwargs())
+    return prebound(autotuned_kernel, _grid(M, N, products), a, b, c, *args, **config.all_kwargs(),
+                    ROW_ALIGN=row_align(a, b, c))
 
 
 def describe(candidate) -> str:

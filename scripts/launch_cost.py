@@ -2,16 +2,17 @@
 once), and v15's Triton kernel through `kernel[grid]` (every argument bound and specialized at each call)
 and bound once (core/triton_util.prebound), on a product small enough that the launch is the cost.
 
-For each path: the host's time per call over many calls issued back to back (no synchronisation between
-them: the CPU's share; once the GPU falls behind, the launch queue fills and the host waits for it), the
-time per call until the GPU has finished them all (the user's share), and the call's time replayed in a
-CUDA graph (the GPU's share, no launch at all). Needs a GPU.
+For each path, the median of five runs: the host's time per call over many calls issued back to back (no
+synchronisation between them: the CPU's share; once the GPU falls behind, the launch queue fills and the
+host waits for it) and the time per call until the GPU has finished them all (the user's share); then the
+call's time replayed in a CUDA graph (the GPU's share, no launch at all). Needs a GPU.
 
     python scripts/launch_cost.py --size 256 --json out/launch_cost.json --markdown out/launch_cost.md
 """
 
 import argparse
 import json
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -27,21 +28,25 @@ from implementations.core.check import PRECISIONS, check, make_inputs  # noqa: E
 from implementations.core.env import environment  # noqa: E402
 
 HEADER = ["path", "host µs per call", "µs per call, GPU done", "kernel µs (CUDA graph)", "output"]
-CALLS = 2000
+CALLS, REPEATS = 2000, 5
 
 
-def per_call(fn, calls: int) -> tuple[float, float]:
-    """(host µs per call, µs per call until the GPU is done) over `calls` back-to-back calls, after a warm-up."""
+def per_call(fn, calls: int, repeats: int = REPEATS) -> tuple[float, float]:
+    """(host µs per call, µs per call until the GPU is done) over `calls` back-to-back calls, after a warm-up:
+    the median of `repeats` such runs (the host's times jitter)."""
     for _ in range(100):
         fn()
-    torch.cuda.synchronize()
-    start = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    issued = time.perf_counter()
-    torch.cuda.synchronize()
-    done = time.perf_counter()
-    return 1e6 * (issued - start) / calls, 1e6 * (done - start) / calls
+    runs = []
+    for _ in range(repeats):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        issued = time.perf_counter()
+        torch.cuda.synchronize()
+        done = time.perf_counter()
+        runs.append((1e6 * (issued - start) / calls, 1e6 * (done - start) / calls))
+    return tuple(statistics.median(run[i] for run in runs) for i in range(2))
 
 
 def main() -> int:
@@ -76,7 +81,7 @@ def main() -> int:
         kernel = 1000 * do_bench_cudagraph(fn, rep=50)
         rows.append([name, f"{host:.2f}", f"{total:.2f}", f"{kernel:.2f}", "ok" if right else "WRONG"])
         print(" | ".join(rows[-1]), file=sys.stderr)
-    title = f"bf16 {args.size}³, {args.calls} calls back to back"
+    title = f"bf16 {args.size}³, {args.calls} calls back to back, the median of {REPEATS} runs"
     print(title)
     print(tabulate(rows, HEADER, disable_numparse=True))
     if args.markdown:

@@ -20,7 +20,7 @@ from ..helpers import (AWKWARD_SHAPES, INTERPRETER_BF16, candidate, checked_run,
 # Ragged in every dimension, several GROUP_M groups with a short last one, a partial last wave.
 TUNING_SHAPES = [(17, 33, 5), (97, 61, 130), (1100, 300, 70), (1000, 1531, 777), (1000, 1100, 1028),
                  (2048, 2048, 2048)]
-CPU_SHAPES = [*AWKWARD_SHAPES, (1100, 70, 20), (300, 600, 70)]
+CPU_SHAPES = [*AWKWARD_SHAPES, (1100, 70, 20), (300, 600, 70), (20, 36, 44)]  # the last: ragged, rows 16-byte aligned
 SEARCHES = [(v, s, dtype) for v in all_variants() for s in v.searches for dtype in v.dtypes]
 
 

@@ -216,3 +216,20 @@ def test_every_cuda_candidate_computes_a_batch_longer_than_the_grid_axis(layout)
     """70000 tiny products: more than grid axis y's 65535, so the batch continues along z."""
     skip_unless_runnable(v11.VARIANT, "cuda", "fp32", torch.device("cuda"))
     check_every_candidate(v11.VARIANT, v11.CUDA_SEARCH, "fp32", (3, 5, 2), "cuda", layout=layout, batch=70000)
+
+
+def test_the_triton_kernel_is_told_of_16_byte_rows_only_where_every_one_has_them():
+    """ROW_ALIGN tells the kernel that its row strides, K and N are multiples of 16 bytes' elements: a lie
+    there would make it copy misaligned 16-byte pieces, so every case that breaks it gets no hint."""
+    def operands(M, N, K, layout="nn", pitch=0):
+        a, b = make_inputs(M, N, K, PRECISIONS["fp32"], "cpu", 1, layout=layout)
+        if pitch:  # A as a view of wider rows
+            a = torch.zeros(M, K + pitch)[:, :K]
+        return a, b, torch.empty(M, N)
+
+    assert v11.row_align(*operands(1000, 1100, 1028)) == 4  # ragged, but every row starts 16-byte aligned
+    assert v11.row_align(*operands(1000, 1100, 1027)) == 1  # K: A's rows are 1027 floats
+    assert v11.row_align(*operands(1000, 1099, 1028)) == 1  # N: B's and C's rows
+    assert v11.row_align(*operands(1000, 1100, 1028, "tn")) == 1  # a transposed A: its rows run along M
+    assert v11.row_align(*operands(1000, 1100, 1028, pitch=1)) == 1  # A's rows 1029 floats apart
+    assert v11.row_align(*operands(1000, 1100, 1028, pitch=4)) == 4
