@@ -114,7 +114,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="operand precision; rungs that do not support it are skipped with the reason (default: fp32)")
     p.add_argument("--timing", choices=("events", "graph"), default="events",
                    help="events: CUDA events per call, L2 flushed between calls; graph: many calls in one CUDA "
-                        "graph, for small sizes where launch overhead dominates (default: events)")
+                        "graph, for small sizes where launch overhead dominates; the tuned rungs' searches time "
+                        "their candidates the same way, and keep each mode's choice apart (default: events)")
     p.add_argument("--warmup", type=positive(float), default=25.0, metavar="MS",
                    help="warm-up time per measurement (ms)")
     p.add_argument("--rep", type=positive(float), default=200.0, metavar="MS", help="timed time per measurement (ms)")
@@ -545,7 +546,8 @@ def main(argv: list[str] | None = None) -> int:
     tasks = list(plan(variants, impls, sizes, args.layout, args.batch, args.epilogue, groups, args.shared))
     # The libraries read these at compile time, the searches at their first call, in this process and in the
     # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
-    settings = ({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})
+    settings = (({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})
+                | ({search.TIMING_VARIABLE: "graph"} if args.timing == "graph" else {}))
     patched = mock.patch.dict(os.environ, settings)
     compile_failures = 0
     worker = (isolation.Worker(args.task_timeout, sticky_result, preload=(__name__,))

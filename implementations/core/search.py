@@ -25,7 +25,9 @@ alignment, epilogue, groups: what the kernels are specialised on) the choice com
 (core/tuning_cache.py) when an earlier search, in any process, left one there; otherwise every candidate
 is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own timer; where
 calls are shorter than GRAPH_BELOW_MS, those that tie within TIE are timed again in a CUDA graph, where
-launches no longer hide the kernels' differences) and the winner is saved there. Later calls launch the winner directly. The harness checks the output of that
+launches no longer hide the kernels' differences; for a benchmark that replays calls in a CUDA graph,
+TVC_SEARCH_TIMING=graph, every candidate is timed that way, its choice kept apart) and the winner is saved
+there. Later calls launch the winner directly. The harness checks the output of that
 first call, which the winner computed, as it checks any run. The report says where the choice came from.
 
 TVC_SEARCH sets the mode: "time" (the default, as above), "retune" (search even when the cache has a
@@ -53,6 +55,7 @@ from .validate import check_groups
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
 GRAPH_BELOW_MS, TIE = 0.1, 1.1  # candidates this fast, and this close, are timed again in a graph (time_candidates)
 MODE_VARIABLE = "TVC_SEARCH"
+TIMING_VARIABLE = "TVC_SEARCH_TIMING"  # "graph": the benchmark replays calls in a CUDA graph (compare.py --timing)
 MODES = ("time", "retune", "first")
 
 Launch = Callable[[], Any]
@@ -119,6 +122,12 @@ def untimed_reason(device: torch.device) -> str:
     return ""
 
 
+def graph_timing() -> bool:
+    """Whether the calls the choice is for are replayed in a CUDA graph (compare.py --timing graph sets it): warm
+    L2, no launches. Then every candidate is timed that way, and the choice is kept apart from the events one."""
+    return os.environ.get(TIMING_VARIABLE) == "graph"
+
+
 def time_candidates(runs: dict) -> tuple[dict, dict]:
     """(events, graph): every candidate's time in ms with do_bench (its whole call, the L2 flushed before each),
     and, where the fastest is shorter than GRAPH_BELOW_MS, the times replayed in a CUDA graph of the candidates
@@ -128,6 +137,8 @@ def time_candidates(runs: dict) -> tuple[dict, dict]:
     DRAM, say) a warm graph would hide. A candidate that cannot be captured leaves the graph empty."""
     from triton.testing import do_bench, do_bench_cudagraph
 
+    if graph_timing():
+        return {cand: do_bench_cudagraph(run, rep=SEARCH_REP_MS) for cand, run in runs.items()}, {}
     events = {cand: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for cand, run in runs.items()}
     fastest = min(events.values())
     tied = [cand for cand, ms in events.items() if ms <= TIE * fastest]
@@ -183,6 +194,8 @@ class Search:
             problem["epilogue"] = epilogue
         if groups:  # likewise absent for a product that is not grouped
             problem["groups"] = list(groups)
+        if graph_timing():  # and for a choice made for calls one at a time
+            problem["timing"] = "graph"
         return json.dumps(problem, sort_keys=True)
 
     def one(self, a, b, c, candidate, **fused) -> Launch:
@@ -267,6 +280,7 @@ class Search:
         beside = "; ".join(f"{label} {self.describe(cand)} {timed(cand)}" for cand, label in named.items())
         searched = (f"from the tuning cache: searched {choice.cached[:10]} in {choice.seconds:.1f} s"
                     if choice.cached else f"{choice.seconds:.1f} s")
-        tied = f", {len(graph)} within {TIE:g}x decided in a CUDA graph" if graph else ""
+        tied = (f", {len(graph)} within {TIE:g}x decided in a CUDA graph" if graph
+                else ", timed in CUDA graphs" if graph_timing() else "")
         return (f"{self.describe(choice.best)}, {timed(choice.best)}"
                 + (f"; {beside}" if beside else "") + f" ({len(times)} candidates{tied}, {searched})")

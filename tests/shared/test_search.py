@@ -361,3 +361,20 @@ def test_a_candidate_a_graph_cannot_capture_leaves_the_events_times(timed, monke
     s.tuned(*operands())()
     report = s.report(next(iter(s.choices.values())))
     assert calls == ["refresh", "b"] and report.startswith("b, 0.010 ms; ") and "graph" not in report
+
+
+def test_for_a_graph_replayed_benchmark_every_candidate_is_timed_in_a_graph_and_kept_apart(timed, monkeypatch):
+    """compare.py --timing graph: the candidates are timed as the benchmark will time them (warm L2, no
+    launch), and that choice gets a key of its own: the events choice for the same shape is another."""
+    calls, _ = timed
+    monkeypatch.setattr("triton.testing.do_bench_cudagraph", table_timer(calls, {"a": 0.5, "b": 0.9, "c": 0.7}))
+    monkeypatch.setenv(search.TIMING_VARIABLE, "graph")
+    s = fake_search(calls)
+    s.tuned(*operands())()
+    report = s.report(next(iter(s.choices.values())))
+    assert calls == ["refresh", "a"] and "timed in CUDA graphs" in report, report
+    monkeypatch.delenv(search.TIMING_VARIABLE)
+    s.tuned(*operands())()  # events: "b" (do_bench's table), a search of its own
+    [graph_entry, events_entry] = json.loads(tuning_cache.path().read_text())["entries"]
+    assert graph_entry["problem"]["timing"] == "graph" and graph_entry["best"] == "a"
+    assert "timing" not in events_entry["problem"] and events_entry["best"] == "b"
