@@ -88,9 +88,11 @@ def test_every_triton_candidate_is_right_launch_after_launch(variant, tuned):
             assert outcome.ok, (tuned.describe(cand), launch, outcome.why())
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the script times launches")
-def test_launch_cost_says_in_one_line_that_it_needs_a_gpu():
-    script = Path(__file__).resolve().parents[2] / "scripts" / "launch_cost.py"
-    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+@pytest.mark.skipif(torch.cuda.is_available(), reason="on a GPU the scripts time kernels (minutes)")
+@pytest.mark.parametrize("script, why", [("launch_cost.py", "it times launches on a GPU"),
+                                         ("small_probe.py", "it times Hopper kernels")])
+def test_the_timing_scripts_say_in_one_line_that_they_need_a_gpu(script, why):
+    done = subprocess.run([sys.executable, str(Path(__file__).resolve().parents[2] / "scripts" / script)],
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 2 and done.stdout == ""
-    assert done.stderr.splitlines() == ["launch_cost.py needs a CUDA device: it times launches on a GPU"]
+    assert done.stderr.splitlines() == [f"{script} needs a CUDA device{' (sm_90)' if 'probe' in script else ''}: {why}"]
