@@ -8,6 +8,9 @@ embedded in the HTML, linked from the markdown), the CUDA C kernel beside the Tr
 its Python launcher, the lines of code each language needs, the compiled kernels' registers / shared
 memory / spills, compile times and the measured % of cuBLAS.
 
+Measured sections between the figures and the rungs: where a GPU starts to pay (`--crossover`, a run of
+tools/crossover.py) and where cuBLAS still wins (`--small-shapes`, runs of scripts/small_shapes.sh).
+
 Where the figures come from:
 - Measured ones only from result documents written by `compare.py --json` (`ResultLog`), labelled
   with the dtype, size and device of the run; nothing is estimated.
@@ -55,6 +58,7 @@ from ..core.report import (NO_COMPILE_S, by_shape, compile_table, kernel_table, 
                       notes_table, results_of)
 from ..core.triton_util import python_function
 from . import crossover as crossover_tool
+from . import plots
 from . import diagrams as rung_diagrams
 
 # pygments, markdown and jinja2 (the docs extra) are imported where they are used: nothing else in the
@@ -563,6 +567,43 @@ def _figure(path: Path) -> tuple[str, str]:
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"  # the page (Jinja2) and its style sheet
 CROSSOVER_HEADING = "When a GPU pays: one small product, the CPU against the GPU"
+SMALL_HEADING = "Where cuBLAS still wins: small, skinny and ragged shapes"
+
+
+def small_shapes_lesson(docs: list[dict]) -> str:
+    """The lesson page's paragraph on runs of scripts/small_shapes.sh (the same shapes in graph and events
+    timing): how close each language comes, which shapes stay below 95%, why, and what the levers bought."""
+    rows = [r for doc in docs for r in results_of(doc) if r.impl in ("cuda", "triton") and r.pct_cublas]
+    if not rows:
+        return "These runs have no timed rung beside cuBLAS: run scripts/small_shapes.sh on a GPU."
+    names = {"cuda": "CUDA C", "triton": "Triton"}
+
+    def spread(impl, timing):
+        pct = [r.pct_cublas for r in rows if (r.impl, r.timing) == (impl, timing)]
+        return f"{min(pct):.0f}-{max(pct):.0f}%" if pct else "none timed"
+
+    below = [f"{names[r.impl]} {r.size} ({r.pct_cublas:.0f}%)" for r in rows
+             if r.timing == "graph" and r.pct_cublas < 95]
+    rungs = ", ".join(sorted({f"{r.rung} {r.dtype}" for r in rows}))
+    env = docs[0].get("environment", {})
+    return (
+        f"On {env.get('device', 'this GPU')}, {rungs} against cuBLAS at {len({r.size for r in rows})} shapes, "
+        "each timed in a CUDA graph (the kernels alone, L2 warm) and with events (each call alone: the launch "
+        f"included, the L2 flushed). In the graph CUDA C reaches {spread('cuda', 'graph')} of cuBLAS and Triton "
+        f"{spread('triton', 'graph')}; with events {spread('cuda', 'events')} and {spread('triton', 'events')}. "
+        f"Below 95% in the graph: {', '.join(below) or 'none'}.\n\n"
+        "Why cuBLAS wins at such shapes: a product of a few microseconds is mostly fixed cost. There is the "
+        "launch (from C++ in cuBLAS, through a Python launcher here: CuPy's, or Triton's once its arguments are "
+        "bound, costs the host about what cuBLAS's call does, and Triton's `kernel[grid]`, which binds and "
+        "specializes every argument at every call, more), the kernel's own start (descriptors, barriers, the "
+        "pipeline's first fill) and a last wave that leaves SMs idle; and cuBLAS chooses among many kernels "
+        "per shape, split-K and stream-K ones among them, where a rung here has a dozen candidates.\n\n"
+        "The levers, and what each bought (docs/notes/v15.md, docs/notes/v11.md): split-K for products of "
+        "fewer tiles than SMs (a decode product, 16 rows, on the Triton side); 64-row tiles, and a deeper ring "
+        "with one CTA per SM, for about as many tiles as SMs; deciding between candidates that tie with events "
+        "in a CUDA graph, not by a launch's jitter; Triton launches bound once, as CuPy's are; and, for fp32, "
+        "telling Triton when ragged rows still start 16-byte aligned, so that it copies them 16 bytes at a time."
+    )
 
 
 def _intro(sets: list[RunSet], untimed: list[str]) -> list[str]:
@@ -592,7 +633,7 @@ def _fence(text: str) -> str:
 
 def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet], images: list[Path],
               out_dir: Path, headers: list[Piece], pictures: dict[str, list[tuple[Path, str]]],
-              crossover: tuple[Path, str] | None = None) -> str:
+              sections: Sequence[tuple[str, str, Path]] = ()) -> str:
     parts = [f"# {title}", "", *[line + "\n" for line in intro], "## Contents", ""]
     parts += [f"{i}. [{r.toc_label}](#{r.anchor})" for i, r in enumerate(rungs, 1)]
     summary = [[f"[{r.heading}](#{r.anchor})", *row[1:]] for r in rungs for row in r.summary_rows]
@@ -605,10 +646,10 @@ def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet
         parts += ["## Figures", ""]
         parts += [f"![{p.name}]({Path(os.path.relpath(p.resolve(), out_dir.resolve())).as_posix()})\n"
                   for p in images]
-    if crossover:
-        plot_path, paragraph = crossover
-        parts += [f"## {CROSSOVER_HEADING}", "", paragraph, "",
-                  f"![crossover]({Path(os.path.relpath(plot_path.resolve(), out_dir.resolve())).as_posix()})", ""]
+    for heading, paragraph, plot_path in sections:
+        parts += [f"## {heading}", "", paragraph, "",
+                  f"![{plot_path.stem}]({Path(os.path.relpath(plot_path.resolve(), out_dir.resolve())).as_posix()})",
+                  ""]
     for r in rungs:
         parts += [f'<a id="{r.anchor}"></a>', "", f"## {r.heading}", "", f"*{r.facts}*", ""]
         if r.variant.expect_wrong:
@@ -641,13 +682,15 @@ def _markdown(title: str, intro: list[str], rungs: list[Rung], sets: list[RunSet
 
 
 def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[Path] = (), *,
-                  variants: Sequence[Variant] | None = None, crossover: Path | None = None) -> tuple[Path, Path]:
+                  variants: Sequence[Variant] | None = None, crossover: Path | None = None,
+                  small_shapes: Sequence[Path] = ()) -> tuple[Path, Path]:
     """Write out_dir/lessons.html and out_dir/lessons.md; return their paths.
 
     `results`: JSON documents of `compare.py --json`; `images`: figures to show (embedded in the HTML,
     linked by relative path from the markdown); `variants`: the rungs, all of them by default. Each
     rung's diagrams are drawn into out_dir/diagrams (no GPU needed) and shown in its section.
     `crossover`: a saved run of tools/crossover.py, shown as its own section (plot and paragraph).
+    `small_shapes`: saved runs of scripts/small_shapes.sh for one dtype (graph and events), likewise.
     """
     import jinja2
     from markupsafe import Markup
@@ -669,11 +712,16 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
     nvcc = nvcc_reports([v for v in variants if needs_nvcc(v)])
     rungs = [_rung(v, rungs_modules, sets, nvcc) for v in variants]
     pictures = rung_diagrams.write(variants, out_dir / "diagrams")
-    small = None
+    sections = []  # (id, heading, paragraph, plot): measured sections between the figures and the rungs
     if crossover is not None:
         measured = crossover_tool.load(crossover)
-        small = (crossover_tool.plot(*measured, out_dir / "diagrams" / "crossover.png"),
-                 crossover_tool.lesson(*measured))
+        sections.append(("crossover", CROSSOVER_HEADING, crossover_tool.lesson(*measured),
+                         crossover_tool.plot(*measured, out_dir / "diagrams" / "crossover.png")))
+    if small_shapes:
+        docs = [load_document(Path(p)) for p in small_shapes]
+        plot = plots.pct_of_cublas(docs, out_dir / "diagrams" / "small_shapes.png")
+        if plot is not None:
+            sections.append(("small-shapes", SMALL_HEADING, small_shapes_lesson(docs), plot))
     headers = list({p.path: p for r in rungs for p in r.cuda.kernels if p.shared}.values())
 
     title = "CUDA C beside Triton: the matrix-multiplication ladder, rung by rung"
@@ -693,11 +741,13 @@ def build_lessons(out_dir: Path, results: Sequence[Path] = (), images: Sequence[
         summary_header=summary_header(sets), legend=Markup(_doc_html("\n\n".join(legend(sets)))),
         measurements=measurement_rows(sets) if sets else None, figures=[_figure(p) for p in images],
         docs=docs, code=code, headers=headers,
-        crossover=small and (_figure(small[0])[0], Markup(_doc_html(small[1]))), crossover_heading=CROSSOVER_HEADING,
+        sections=[(id_, heading, Markup(_doc_html(paragraph)), _figure(plot)[0])
+                  for id_, heading, paragraph, plot in sections],
         pictures={tag: [(_figure(path)[0], caption) for path, caption in drawn] for tag, drawn in pictures.items()})
     html_path, md_path = out_dir / "lessons.html", out_dir / "lessons.md"
     html_path.write_text(page)
-    md_path.write_text(_markdown(title, intro, rungs, sets, images, out_dir, headers, pictures, small))
+    md_path.write_text(_markdown(title, intro, rungs, sets, images, out_dir, headers, pictures,
+                                 [(heading, paragraph, plot) for _, heading, paragraph, plot in sections]))
     return html_path, md_path
 
 
@@ -715,17 +765,20 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--crossover", type=Path, metavar="JSON",
                         help="a saved run of `python -m implementations.tools.crossover` (its crossover.json): "
                              "shown as a section, the plot with a paragraph on where the GPU starts to pay")
+    parser.add_argument("--small-shapes", type=Path, nargs="*", default=[], metavar="JSON",
+                        help="saved runs of scripts/small_shapes.sh for one dtype (graph and events): shown as a "
+                             "section, % of cuBLAS per shape with a paragraph on why cuBLAS wins there")
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    missing = [p for p in [*args.results, *args.images, *([args.crossover] if args.crossover else [])]
-               if not p.is_file()]
+    missing = [p for p in [*args.results, *args.images, *([args.crossover] if args.crossover else []),
+                           *args.small_shapes] if not p.is_file()]
     if missing:
         print(f"not found: {', '.join(map(str, missing))}", file=sys.stderr)
         return 2
-    for path in args.results:
+    for path in [*args.results, *args.small_shapes]:
         try:
             load_document(path)
         except ValueError as exc:  # not JSON, or not what compare.py --json writes
@@ -737,7 +790,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             print(exc, file=sys.stderr)
             return 2
-    for path in build_lessons(args.out, args.results, args.images, crossover=args.crossover):
+    for path in build_lessons(args.out, args.results, args.images, crossover=args.crossover,
+                              small_shapes=args.small_shapes):
         print(f"wrote {path}")
     return 0
 

@@ -7,6 +7,7 @@
 - TFLOP/s against size, one line per rung and language with cuBLAS dashed, when a run has several sizes;
 - a config sweep (`compare.py --sweep TILE=8,16,32,64`): time against the swept value per language,
   with the values a rung refused marked and named;
+- % of cuBLAS per shape across the timing modes (pct_of_cublas: the lesson page's small-shapes section);
 - a distributed run's scaling efficiency against size, and where each strategy's step goes: the compute
   alone, the gather alone and the whole step, per kernel (compare.py --distributed --plots).
 
@@ -172,6 +173,35 @@ def tflops_vs_size(doc: dict, dtype: str, out: Path) -> Path | None:
     ax.set_title(f"TFLOP/s against size, {dtype} (solid: CUDA C, dotted: Triton)\n{_device(doc)}", fontsize=10)
     ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     return _save(fig, out / f"tflops_vs_size_{dtype}.png")
+
+
+def pct_of_cublas(docs: list[dict], out: Path) -> Path | None:
+    """% of cuBLAS per shape across runs of one rung set in different timing modes (scripts/small_shapes.sh:
+    graph and events): a row of bars per shape, CUDA C and Triton in each mode, lines at 100 and 95%."""
+    rows = [r for doc in docs for r in results_of(doc) if r.impl in IMPL_STYLE and r.pct_cublas]
+    if not rows:
+        return None
+    shapes = list(dict.fromkeys(r.size for r in rows))
+    bars = list(dict.fromkeys((r.impl, r.timing) for r in rows))
+    fig = Figure(figsize=(8.0, 0.2 * len(shapes) * len(bars) + 1.8))
+    ax = fig.subplots()
+    height = 0.8 / len(bars)
+    for i, (impl, timing) in enumerate(bars):
+        name, _, color = IMPL_STYLE[impl]
+        values = {r.size: r.pct_cublas for r in rows if (r.impl, r.timing) == (impl, timing)}
+        ys = [j + i * height for j, shape in enumerate(shapes) if shape in values]
+        ax.barh(ys, [values[shape] for shape in shapes if shape in values], height=height, color=color,
+                alpha=1.0 if timing == "graph" else 0.45, label=f"{name}, {timing}")
+    ax.set_yticks([j + 0.4 - height / 2 for j in range(len(shapes))], shapes, fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(100, color=CUBLAS_COLOR, linewidth=1)
+    ax.axvline(95, color=CUBLAS_COLOR, linewidth=1, linestyle=":")
+    ax.set_xlabel("% of cuBLAS in the same run (dotted: 95%)")
+    rungs = ", ".join(sorted({f"{r.rung} {r.dtype}" for r in rows}))
+    ax.set_title(f"{rungs} against cuBLAS: graph (kernel time) and events (launch included)\n{_device(docs[0])}",
+                 fontsize=10)
+    ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.09), ncol=len(bars))
+    return _save(fig, out)
 
 
 def _problem(r: Result) -> str:

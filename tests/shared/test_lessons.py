@@ -290,3 +290,20 @@ def test_a_crossover_run_gets_its_section_with_plot_and_paragraph(tmp_path):
     paragraph = crossover.lesson(*crossover.load(saved))
     assert paragraph in md and "From n = " in paragraph
     assert "When a GPU pays" in page and 'alt="crossover"' in page and (tmp_path / "diagrams" / "crossover.png").is_file()
+
+
+def test_small_shapes_runs_get_their_section_with_plot_and_paragraph(tmp_path):
+    """The paragraph's spreads and the shapes it names below 95% are the runs' own figures."""
+    from implementations.tools.lessons import SMALL_HEADING, small_shapes_lesson
+
+    saved = [RESULTS / "h100_small_bf16_graph.json", RESULTS / "h100_small_bf16_events.json"]
+    page, md = (p.read_text() for p in build_lessons(tmp_path, variants=select("1"), small_shapes=saved))
+    docs = [json.loads(p.read_text()) for p in saved]
+    paragraph = small_shapes_lesson(docs)
+    graph = [r for r in docs[0]["results"] if r["impl"] == "triton"]
+    low, high = min(r["pct_cublas"] for r in graph), max(r["pct_cublas"] for r in graph)
+    assert f"Triton {low:.0f}-{high:.0f}%" in paragraph, paragraph
+    slow = min(graph, key=lambda r: r["pct_cublas"])
+    assert f"Triton {slow['size']} ({slow['pct_cublas']:.0f}%)" in paragraph
+    assert paragraph.split("\n\n")[0] in md and SMALL_HEADING in page and 'alt="small-shapes"' in page
+    assert (tmp_path / "diagrams" / "small_shapes.png").is_file()
