@@ -31,7 +31,7 @@ CUDA C and Triton side by side:
 | clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
 | tile order | grouped over cluster tiles, k downwards in every other round | GROUP_M in the persistent loop (v14's) |
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
-| k cut among SMs | stream-K: the last round's k-blocks, flags per CTA | split-K: a grid axis of slices, a counter per tile |
+| k cut among SMs | stream-K: the last round's k-blocks | split-K: a grid axis of k-slices, a counter per tile |
 | transposed operand | boxes of the stored matrix, wgmma's transpose bit | `.T` of the box (`operand_box`) |
 | batch | 3-D tensor maps; tile t is product t / tiles per product | 3-D descriptors, the same walk |
 | search | the rung's candidates, timed by the shared search | the same (`triton.autotune` could: one timer for both) |

@@ -10,10 +10,10 @@ under (CUDA runtime and driver, torch, Triton, CuPy).
 
 What is trusted: plain JSON values, nothing else. The file is parsed, never executed, imported or
 unpickled; the winner is a candidate's description, and an entry is taken only if the rung's current
-candidates are exactly those it timed and its winner is the fastest of the times that decided. An unreadable file,
-another schema version, a malformed entry, one whose candidates differ, or one searched under other
-software is ignored with a one-line warning on stderr: the search runs again and its result replaces the
-entry (or, for a file that cannot be read, the file).
+candidates are exactly those it timed and its winner is the fastest of the times that decided. An
+unreadable file, another schema version, a malformed entry, one whose candidates differ, or one searched
+under other software is ignored with a one-line warning on stderr: the search runs again and its result
+replaces the entry (or, for a file that cannot be read, the file).
 
 Writes are read-modify-write under an exclusive lock (flock on a lock file beside the cache: several
 processes, pytest-xdist workers among them, may save at once), through a temporary file in the same
