@@ -525,7 +525,15 @@ def _what(path: Path, env: dict[str, str]) -> str:
     if name.endswith(".env.json"):
         return "environment of the CSV rows beside it"
     if path.suffix == ".json":
-        return "results document (compare.py --json)"
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError:
+            return "data (JSON that does not parse)"
+        if isinstance(document, dict) and "entries" in document:
+            return "tuning cache (every candidate's time)"
+        if isinstance(document, dict) and "results" in document:
+            return "results document (compare.py --json)"
+        return "script output (JSON)"
     if path.suffix == ".csv":
         return "results rows (compare.py --csv)"
     if path.suffix == ".md":
