@@ -364,8 +364,7 @@ def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config):
     partials = torch.empty(grid[0] * split_k * block_m * block_n, device=c.device, dtype=torch.float32)
     counts = torch.zeros(grid[0], device=c.device, dtype=torch.int32)
     return prebound(split_k_kernel, grid, a_desc, b_desc, c, partials, counts, M, N, K, c.stride(-2),
-                             c.stride(-1), **knobs, **layout, num_warps=config.num_warps,
-                             num_stages=config.num_stages)
+                    c.stride(-1), **knobs, **layout, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
 def few_tiles(M: int, N: int, products: int, device: torch.device) -> bool:
