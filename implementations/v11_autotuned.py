@@ -112,6 +112,7 @@ CUDA_CANDIDATES = (
     Tile(128, 256, 8, 32, 128, 3, 8),  # 8×16 lane tiles
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
+    Tile(64, 64, 8, 32, 32, 4, 8),  # a whole 64×64 product per block: batches of small matrices
 )
 # A single product runs a kernel without the batch offsets (BATCHED false), except in nt: that layout is not
 # read in place (the registry copies B), and its single-product 128×128 kernels spill on sm_80.
