@@ -13,10 +13,10 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   round of tiles walks k downwards, starting on what the round before read last.
 - Epilogue: each consumer rounds its block into a swizzled staging buffer (stmatrix), one thread hands
   it to a TMA store, and the warpgroup starts its next tile while the copy engine writes.
-- Stream-K (one candidate): where the last round of tiles would leave clusters idle, its k-blocks are
-  dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
-  which adds the others' fp32 partial sums. Triton's split-K (`split_k_kernel`), for products of fewer
-  tiles than SMs: each tile cut into SPLIT_K slices of k, the last slice to finish adds the others'.
+- Stream-K (CUDA, one candidate): where the last round of tiles would leave clusters idle, its k-blocks
+  are dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
+  which adds the others' fp32 partial sums. Split-K (both languages), for products of fewer tiles than
+  SMs: each tile cut into SPLIT_K slices of k, and the last slice to finish adds all the partials.
 The rung declares its candidates (tile width, stages, cluster and group size, stream-K, split-K; 64-row
 tiles of one consumer warpgroup for few rows), and the shared search times them per problem.
 
@@ -31,7 +31,8 @@ CUDA C and Triton side by side:
 | clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
 | tile order | grouped over cluster tiles, k downwards in every other round | GROUP_M in the persistent loop (v14's) |
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
-| k cut among SMs | stream-K: the last round's k-blocks | split-K: a grid axis of k-slices, a counter per tile |
+| k cut among SMs | stream-K; split-K: slices in the persistent walk | split-K: a grid axis of k-slices |
+| last slice adds | `atom.acq_rel` on a counter, `split_k_fixup` | `tl.atomic_add(sem="acq_rel")` on a counter |
 | transposed operand | boxes of the stored matrix, wgmma's transpose bit | `.T` of the box (`operand_box`) |
 | batch | 3-D tensor maps; tile t is product t / tiles per product | 3-D descriptors, the same walk |
 | search | the rung's candidates, timed by the shared search | the same (`triton.autotune` could: one timer for both) |
@@ -80,6 +81,7 @@ class Tile(NamedTuple):
     GROUP_M: int
     STREAM_K: int = 0
     BM: int = BM  # 64: one consumer warpgroup, two CTAs per SM
+    SPLIT_K: int = 1  # > 1: each tile's k-blocks cut into this many slices (split-K)
 
     @property
     def threads(self) -> int:
@@ -111,8 +113,12 @@ CUDA_CANDIDATES = (
     Tile(64, 5, 1, 8, 0, 64),
     Tile(64, 5, 1, 8, 1, 64),  # and their k-blocks dealt out: fewer tiles than SMs (decode, skinny, small)
 )
-KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAYOUTS for t in CUDA_CANDIDATES],
-                     arch="sm_90a")
+CUDA_SPLIT_CANDIDATES = (  # tiles cut along k, as Triton's SPLIT_K_CONFIGS: for products of fewer tiles than SMs
+    Tile(128, 6, 1, 8, 0, 64, 4),  # decode: a deep ring of B per SM
+    Tile(128, 4, 1, 8, 0, 64, 2),  # skinny: a few dozen rows, N and K of thousands
+)
+KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAYOUTS
+                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES], arch="sm_90a")
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -189,9 +195,10 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
                      offsets: torch.Tensor | None = None):
     """One CUDA candidate on a problem's prepared tensor maps (the search times these; the tests check each).
 
-    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile),
-    or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
-    `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps (python -m implementations.tools.timeline).
+    The persistent grid has as many clusters as can be resident at once (at most one per cluster tile, or
+    SPLIT_K), or `clusters` (fewer: the tests use it to reach the stream-K schedule with small products).
+    `timeline`: int64, TIMELINE_SLOTS per CTA of the grid, for the kernel's stamps
+    (python -m implementations.tools.timeline).
     `epilogue`: the C++ type the kernel applies before it stores C, reading `bias` (N elements of C's type)
     where it adds one, from `source` (v17's .cu instantiates this kernel with its epilogues).
     `offsets`: a grouped product's (v18: its .cu maps the tiles to `problem.products` ragged groups of A's rows,
@@ -204,15 +211,19 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     if clusters is None:
         clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
     if offsets is None:
-        clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile))
+        clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile) * tile.SPLIT_K)
     else:  # each group's last cluster row may be partly empty: at most one more cluster row per group
         clusters = min(clusters, cluster_tiles(problem.M, problem.N, tile) + problem.products * triton.cdiv(
             problem.N, tile.BN))
     c_map, c_by_tma = c_tensor_map(c, (64, 64), problem.a_map)  # box: 64 columns × 64 rows, half a consumer's block
-    # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed;
-    # the kernel leaves them zeroed); four floats and two ints when unused.
-    ctas = clusters * tile.CLUSTER_M if tile.STREAM_K else 1
-    partials = torch.empty(ctas * (tile.BM * tile.BN if tile.STREAM_K else 4), device=c.device, dtype=torch.float32)
+    # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed; the
+    # kernel leaves them zeroed), split-K's (SPLIT_K tiles of floats per CTA tile) and counters (one per
+    # consumer warpgroup of each CTA tile, zeroed, left zeroed); four floats and two ints when unused.
+    if tile.SPLIT_K > 1:
+        ctas, per_cta = problem.products * cluster_tiles(problem.M, problem.N, tile) * tile.CLUSTER_M, tile.SPLIT_K
+    else:
+        ctas, per_cta = (clusters * tile.CLUSTER_M, 1) if tile.STREAM_K else (1, 0)
+    partials = torch.empty(max(4, ctas * per_cta * tile.BM * tile.BN), device=c.device, dtype=torch.float32)
     flags = torch.zeros(2 * ctas, device=c.device, dtype=torch.int32)
     if timeline is None:
         timeline = torch.empty(0, device=c.device, dtype=torch.int64)  # no elements: a null pointer, no stamps
@@ -268,13 +279,16 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     return refresh, {tile: launch_candidate(problem, c, tile, clusters, timeline) for tile in tiles}
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES, prepare_cuda,
+                     tile=lambda tile: (tile.BM, tile.BN))
 
 
 def warp_specialized_cuda(a, b, c):
     if a.shape[-1] == 0:
         return zero_product(c)
-    return CUDA_SEARCH.tuned(a, b, c)
+    products = c.shape[0] if c.dim() == 3 else 1
+    split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
+    return CUDA_SEARCH.tuned(a, b, c, CUDA_SEARCH.candidates if split else CUDA_CANDIDATES)
 
 
 # ---- Triton: v14's persistent kernel with its two knobs on, its best configurations searched ------------

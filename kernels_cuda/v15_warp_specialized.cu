@@ -6,13 +6,14 @@
 // row-major, or (A_T) the transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one.
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, A_T, B_T, Epilogue, Groups>; tile 128×BN×64,
-// BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128)
-// for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads (a
-// producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
-// one per cluster tile), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of tiles +
-// BM / 4 KB for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and `flags`
-// BM / 64 zeroed ints per CTA (left zeroed). `timeline`:
+// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, A_T, B_T, Epilogue, Groups>; tile
+// 128×BN×64, BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64
+// (BN ≤ 128) for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads
+// (a producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
+// one per cluster tile, or SPLIT_K), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of
+// tiles + BM / 4 KB for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and
+// `flags` BM / 64 zeroed ints per CTA (left zeroed); with SPLIT_K > 1, SPLIT_K × BM × BN floats and BM / 64
+// zeroed ints (left zeroed) per CTA tile. `timeline`:
 // null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
 // them). `Epilogue` (default NoEpilogue: none) is what a consumer does to its accumulators before it stores
 // them (v17 instantiates this kernel with a bias and activations); `bias`: null, or N elements of C's type
@@ -59,6 +60,11 @@
 //     announced by a flag) and adds them. Each partial costs its writer 128 KB of stores and its reader
 //     128 KB of loads, and runs that cross tiles scatter the clusters over k, so L2 misses more: it
 //     pays where the last round is nearly empty, not where it is nearly full; the search decides.
+//   - Split-K (SPLIT_K = S > 1), the search's candidates for products of fewer tiles than SMs (decode):
+//     each tile's k-blocks are cut into S slices, one slice per cluster in turn, and the last slice of a
+//     tile to finish adds the others' fp32 partial sums, in slice order, before the epilogue (see
+//     split_k_fixup: Triton's split_k_kernel in v15_warp_specialized.py does the same). Nobody waits:
+//     the last to arrive finds every other partial written.
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
@@ -191,18 +197,58 @@ __device__ __forceinline__ void add_partial(float (&d)[R], const float4* partial
     }
 }
 
+// Split-K's fix-up, as Triton's split_k_kernel does it: a consumer warpgroup's partial sums of `slice` go to
+// their own place in `partials` (block b's SPLIT slices, one after another), the block's counter counts the
+// slices done (acq_rel: the partial is visible before the count, and the last one sees every other's), and
+// the last slice to count adds all of them, in slice order (the same sum whichever finishes last) and sets
+// the counter back to 0 for the next launch. Returns whether this warpgroup holds the block's sum to store.
+__device__ __forceinline__ int count_acq_rel(int* counter) {
+    int before;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter) : "memory");
+    return before;
+}
+
+template <int SPLIT, int R>
+__device__ __forceinline__ bool split_k_fixup(float (&d)[R], float4* partials, int* counts, int block, int slice,
+                                              unsigned barrier_id, int* ticket) {
+    const int t = threadIdx.x % 128;
+    float4* all = partials + static_cast<long long>(block) * SPLIT * (R / 4) * 128;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j)
+        __stcg(all + (slice * (R / 4) + j) * 128 + t, make_float4(d[4 * j], d[4 * j + 1], d[4 * j + 2], d[4 * j + 3]));
+    named_barrier(barrier_id, 128);
+    if (t == 0) *ticket = count_acq_rel(counts + block);
+    named_barrier(barrier_id, 128);
+    if (*ticket != SPLIT - 1) return false;
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+        float4 sum = __ldcg(all + j * 128 + t);
+#pragma unroll 1
+        for (int s = 1; s < SPLIT; ++s) {
+            const float4 p = __ldcg(all + (s * (R / 4) + j) * 128 + t);
+            sum.x += p.x, sum.y += p.y, sum.z += p.z, sum.w += p.w;
+        }
+        d[4 * j] = sum.x, d[4 * j + 1] = sum.y, d[4 * j + 2] = sum.z, d[4 * j + 3] = sum.w;
+    }
+    if (t == 0) counts[block] = 0;
+    return true;
+}
+
 // A cluster's work, in order: whole tiles t = cluster, cluster + G, ... below dp_tiles (G = clusters),
 // then, with STREAM_K, its share of the last round's R = T % G tiles (stream-K): their k-blocks
 // ("units") laid end to end, each cluster taking the contiguous run [start(cluster), start(cluster + 1)).
 // A run that starts inside a tile leaves partial sums for the tile's head (the run holding k-block 0),
-// so each cluster writes at most one partial: its slot is the cluster's own. k-blocks here are places
+// so each cluster writes at most one partial: its slot is the cluster's own. With a split of S > 1
+// (split-K) the work is instead every tile's S slices of ceil(k_tiles / S) k-blocks (the last ones may
+// be short or empty), slice p % S of tile p / S for p = cluster, cluster + G, ... k-blocks here are places
 // in a tile's walk over k; only the producer maps them to k (downwards in every other round).
 struct Schedule {
-    int cluster, clusters, k_tiles, dp_tiles;
+    int cluster, clusters, k_tiles, dp_tiles, split, per_slice;
     long long sk_units;
 
-    __device__ Schedule(int cluster_, int clusters_, int cluster_tiles, int k_tiles_, bool stream_k)
-        : cluster(cluster_), clusters(clusters_), k_tiles(k_tiles_) {
+    __device__ Schedule(int cluster_, int clusters_, int cluster_tiles, int k_tiles_, bool stream_k, int split_)
+        : cluster(cluster_), clusters(clusters_), k_tiles(k_tiles_), split(split_),
+          per_slice((k_tiles_ + split_ - 1) / split_) {
         const int rest = stream_k ? cluster_tiles % clusters : 0;
         dp_tiles = cluster_tiles - rest;
         sk_units = static_cast<long long>(rest) * k_tiles;
@@ -210,9 +256,18 @@ struct Schedule {
 
     __device__ long long start(int c) const { return sk_units * c / clusters; }
 
+    __device__ int slice_of(int kb0) const { return kb0 / per_slice; }
+
     // visit(t, kb0, kb1): cluster tile t, its k-blocks [kb0, kb1).
     template <typename Visit>
     __device__ __forceinline__ void for_each(Visit visit) const {
+        if (split > 1) {
+            for (long long p = cluster; p < static_cast<long long>(dp_tiles) * split; p += clusters) {
+                const int kb0 = static_cast<int>(p % split) * per_slice;
+                visit(static_cast<int>(p / split), kb0, max(kb0, min(kb0 + per_slice, k_tiles)));
+            }
+            return;
+        }
         for (int t = cluster; t < dp_tiles; t += clusters) visit(t, 0, k_tiles);
         for (long long u = start(cluster), end = start(cluster + 1); u < end;) {
             const int t = dp_tiles + static_cast<int>(u / k_tiles), kb0 = static_cast<int>(u % k_tiles);
@@ -255,9 +310,9 @@ struct Timeline {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int A_T, int B_T,
-          typename Epilogue = NoEpilogue, template <int, int, int, int> class Groups = NoGroups>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 ? 2 : 1)
+template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K, int A_T,
+          int B_T, typename Epilogue = NoEpilogue, template <int, int, int, int> class Groups = NoGroups>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 && SPLIT_K == 1 ? 2 : 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
@@ -265,6 +320,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                      const unsigned short* __restrict__ bias, const int* __restrict__ offsets) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
+    static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
     constexpr int BK = V15_BK, CONSUMERS = BM / 64, B_BOXES = BN / 64, A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, a C staging buffer per consumer (1024-byte
     //         aligned for the swizzle), barriers ----
@@ -275,6 +331,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     unsigned char* c_stages = b_tiles + STAGES * B_BYTES;
     u64* full = reinterpret_cast<u64*>(c_stages + CONSUMERS * V15_C_STAGE_BYTES);
     u64* empty = full + STAGES;
+    __shared__ int tickets[CONSUMERS];  // split-K: each consumer warpgroup's count, from its first thread to all
 
     const unsigned rank = CLUSTER_M > 1 ? cluster_rank() : 0;
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BN - 1) / BN, k_tiles = (K + BK - 1) / BK;
@@ -284,7 +341,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
     constexpr bool GROUPED = Groups<BM, BN, CLUSTER_M, GROUP_M>::ON;
     const int cluster_tiles = GROUPED ? groups.count() : product_tiles * products;
     const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
-    const Schedule schedule(cluster, clusters, cluster_tiles, k_tiles, STREAM_K != 0);
+    const Schedule schedule(cluster, clusters, cluster_tiles, k_tiles, STREAM_K != 0, SPLIT_K);
     // Cluster tile t -> its product (v18: its group) and this CTA's (tile row, tile column) in it: one product
     // after another, GROUP_M cluster rows at a time, column by column.
     auto tile_of = [&](int t, int& product, int& tile_m, int& tile_n) {
@@ -391,9 +448,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                 wgmma_wait<1>();
                 if (kb > kb0) release((it - 1) % STAGES);
             }
-            wgmma_wait<0>();
-            fence_accumulators(d);
-            release((it - 1) % STAGES);
+            if (SPLIT_K == 1 || kb1 > kb0) {
+                wgmma_wait<0>();
+                fence_accumulators(d);
+                release((it - 1) % STAGES);
+            } else {  // an empty slice of k (split-K): its partial is zeros
+#pragma unroll
+                for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+            }
             trace.tile_done();
             // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
             //      last piece of its cluster's run, adds those of the runs after it ----
@@ -410,6 +472,13 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                     if (end > begin) add_partial(d, partials, flags, part(other), warpgroup);  // empty runs left none
                     begin = end;
                 }
+            }
+            // ---- split-K: every slice leaves its partial sums; the tile's last slice to finish adds them ----
+            if constexpr (SPLIT_K > 1) {
+                const int block = (t * CLUSTER_M + rank) * CONSUMERS + warpgroup - 1;  // this warpgroup's 64×BN
+                if (!split_k_fixup<SPLIT_K>(d, partials, flags, block, schedule.slice_of(kb0), warpgroup,
+                                            &tickets[warpgroup - 1]))
+                    return;
             }
             // ---- 4. the epilogue in registers (v17's bias and activation; none here), then write back, while the
             //         producer already fills the ring with the next tile ----

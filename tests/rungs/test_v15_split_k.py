@@ -1,6 +1,7 @@
-"""v15's Triton split-K kernel: a tile's k-slices summed by whichever slice finishes last, right run after run
+"""v15's split-K, both languages: a tile's k-slices summed by whichever slice finishes last, right run after run
 (the counters set back to 0), the same bits each time, and offered to the search only where tiles are few.
-On the CPU it runs in Triton's interpreter (fp16: the interpreter's bf16 is wrong), on a GPU in bf16 too."""
+On the CPU Triton's kernel runs in the interpreter (fp16: the interpreter's bf16 is wrong); the CUDA C
+candidates, and both dtypes, need an sm_90a GPU."""
 
 import pytest
 import torch
@@ -17,18 +18,24 @@ def dtypes(device):
     return ["fp16"] if device.type == "cpu" else ["fp16", "bf16"]
 
 
+@pytest.mark.parametrize("lang", ["triton", "cuda"])
 @pytest.mark.parametrize("case", CASES, ids=param_id)
-def test_split_k_is_right_and_the_same_run_after_run(case, device):
+def test_split_k_is_right_and_the_same_run_after_run(case, lang, device):
     from implementations import v15_warp_specialized as v15
 
     if device.type == "cuda" and torch.cuda.get_device_capability() < (9, 0):
-        pytest.skip("TMA descriptors: sm_90")
+        pytest.skip("TMA descriptors and wgmma: sm_90")
+    if lang == "cuda" and device.type != "cuda":
+        pytest.skip("the CUDA C kernel needs an sm_90a GPU")
     (M, N, K), batch = case
     for dtype in dtypes(device):
         precision = PRECISIONS[dtype]
         a, b = make_inputs(M, N, K, precision, device, 5, batch=batch, shared="b" if batch else "")
         c = torch.empty((batch, M, N) if batch else (M, N), device=device, dtype=a.dtype)
-        refresh, runs = v15.prepare_triton(a, b, c, v15.SPLIT_K_CONFIGS)
+        if lang == "cuda":
+            refresh, runs = v15.prepare_cuda(a, b, c, v15.CUDA_SPLIT_CANDIDATES)
+        else:
+            refresh, runs = v15.prepare_triton(a, b, c, v15.SPLIT_K_CONFIGS)
         for config, run in runs.items():
             first = None
             for _ in range(3):  # a launch that left a counter raised would skip or repeat a sum in the next
