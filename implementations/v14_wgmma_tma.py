@@ -232,15 +232,23 @@ def descriptor_box(t: torch.Tensor, rows: int, cols: int, transposed: bool) -> l
     return [1] * (t.dim() - 2) + ([cols, rows] if transposed else [rows, cols])
 
 
+def operand_descriptors(a_t, b_t, c, block_m: int, block_n: int, block_k: int, knobs: dict):
+    """(A's and B's TMA descriptors for these blocks, knobs with a batch's added: which operands are 3-D, the
+    products and C's matrix stride) for TMA-ready operands (from `tma_views`; A_T / B_T in knobs)."""
+    a_desc = TensorDescriptor.from_tensor(a_t, descriptor_box(a_t, block_m, block_k, knobs.get("A_T")))
+    b_desc = TensorDescriptor.from_tensor(b_t, descriptor_box(b_t, block_k, block_n, knobs.get("B_T")))
+    if c.dim() == 3:
+        knobs = knobs | {"A_3D": a_t.dim() == 3, "B_3D": b_t.dim() == 3, "products": c.shape[0],
+                         "stride_cb": c.stride(0)}
+    return a_desc, b_desc, knobs
+
+
 def bind_tma_persistent(a_t, b_t, c, M, N, K, *, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M=8, kernel=None, **knobs):
     """`kernel` (by default `tma_persistent_kernel`, or one with its parameters) bound to TMA-ready operands
     (from `tma_views`; A_T / B_T in knobs: the matrix a transposed operand views) of an M×N×K product:
     returns the launch."""
     kernel = kernel or tma_persistent_kernel
-    a_desc = TensorDescriptor.from_tensor(a_t, descriptor_box(a_t, BLOCK_M, BLOCK_K, knobs.get("A_T")))
-    b_desc = TensorDescriptor.from_tensor(b_t, descriptor_box(b_t, BLOCK_K, BLOCK_N, knobs.get("B_T")))
-    if c.dim() == 3:
-        knobs |= {"A_3D": a_t.dim() == 3, "B_3D": b_t.dim() == 3, "products": c.shape[0], "stride_cb": c.stride(0)}
+    a_desc, b_desc, knobs = operand_descriptors(a_t, b_t, c, BLOCK_M, BLOCK_N, BLOCK_K, knobs)
     grid = (programs(c.device, M, N, BLOCK_M, BLOCK_N, c.shape[0] if c.dim() == 3 else 1),)
     check_grid(grid)
     return prebound(

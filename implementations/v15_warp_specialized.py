@@ -68,7 +68,7 @@ from .core.search import Search
 from .core.triton_util import block_of, describe_config, prebound
 from .core.validate import check_bias
 from .v11_autotuned import grouped_tile
-from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, descriptor_box, operand_box,
+from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, operand_box, operand_descriptors,
                              sm_count, tma_views, zero_product)
 
 BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one)
@@ -366,19 +366,15 @@ def split_k_kernel(
 def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config):
     """`split_k_kernel` on TMA-ready operands (tma_views): a program per tile and slice of k, its own fp32
     workspace (a tile per program) and zeroed counters (a launch leaves them zeroed)."""
-    knobs = dict(config.kwargs)
-    split_k, block_m, block_n, block_k = (knobs[k] for k in ("SPLIT_K", "BLOCK_M", "BLOCK_N", "BLOCK_K"))
+    split_k, block_m, block_n, block_k = (config.kwargs[k] for k in ("SPLIT_K", "BLOCK_M", "BLOCK_N", "BLOCK_K"))
     products = c.shape[0] if c.dim() == 3 else 1
-    a_desc = TensorDescriptor.from_tensor(a_t, descriptor_box(a_t, block_m, block_k, layout.get("A_T")))
-    b_desc = TensorDescriptor.from_tensor(b_t, descriptor_box(b_t, block_k, block_n, layout.get("B_T")))
-    if c.dim() == 3:
-        knobs |= {"A_3D": a_t.dim() == 3, "B_3D": b_t.dim() == 3, "products": products, "stride_cb": c.stride(0)}
+    a_desc, b_desc, knobs = operand_descriptors(a_t, b_t, c, block_m, block_n, block_k, config.kwargs | layout)
     grid = (products * triton.cdiv(M, block_m) * triton.cdiv(N, block_n), split_k)
     check_grid(grid)
     partials = torch.empty(grid[0] * split_k * block_m * block_n, device=c.device, dtype=torch.float32)
     counts = torch.zeros(grid[0], device=c.device, dtype=torch.int32)
     return prebound(split_k_kernel, grid, a_desc, b_desc, c, partials, counts, M, N, K, c.stride(-2),
-                    c.stride(-1), **knobs, **layout, num_warps=config.num_warps, num_stages=config.num_stages)
+                    c.stride(-1), **knobs, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
 def few_tiles(M: int, N: int, products: int, device: torch.device) -> bool:
