@@ -17,8 +17,7 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   are dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
   which adds the others' fp32 partial sums. Split-K (both languages), for products of fewer tiles than
   SMs: each tile cut into SPLIT_K slices of k, and the last slice to finish adds all the partials.
-The rung declares its candidates (tile width, stages, cluster and group size, stream-K, split-K; 64-row
-tiles of one consumer warpgroup for few rows), and the shared search times them per problem.
+Candidates (tiles, 64-row ones for few rows, stages, clusters, stream-K, split-K) are searched per problem.
 
 CUDA C and Triton side by side:
 
