@@ -19,7 +19,7 @@ CUDA C and Triton side by side:
 | concept | CUDA C (kernels_cuda/v16_wgmma_tf32.cu) | Triton (below) |
 |---|---|---|
 | Cᵀ = Bᵀ·Aᵀ (nn, nt) | accumulators indexed as Cᵀ, stored transposed | `tl.dot(round_to_tf32(b.T), a.T)` |
-| C = A·B (tt) | the same kernel, roles swapped (A_T), stored as is | `tl.dot(round_to_tf32(a), b)`, A by pointer |
+| C = A·B (tt) | the same kernel, roles swapped (A_T), stored as is | nn's kernel on (Bᵀ, Aᵀ), through Cᵀ's strides |
 | register operand | 4 scalar loads per k8 step, `wgmma ... {a0..a3}, desc` | computed (rounded): fed from registers |
 | tf32 rounding | `cvt.rna.tf32.f32` per fragment element | integer add and mask (nearest, ties away) |
 | K-major operand | TMA boxes of 64 stored rows × 32 k, K-major descriptor | `desc.load`, `.T` is a view |
@@ -33,8 +33,7 @@ What Triton does for you, and what it does not: it reads a transposed or batched
 descriptors (a `.T` of the box), and given `tl.dot` on fp32 with tf32 precision it emits wgmma. But when
 the operand it reads from shared memory is not K-major (`tl.dot(a, b)` on nn, or any form of tn), it
 copies that tile through registers into a second, K-major buffer every k-step and waits for each wgmma:
-a fraction of cuBLAS's speed. Which operand goes where is this rung's choice, in both languages. (tt's
-A is loaded by pointer: from an M-major TMA box, Triton 3.6 gets 128×256 tiles wrong.)
+a fraction of cuBLAS's speed. Which operand goes where is this rung's choice, in both languages.
 
 A trap on the CUDA side: wgmma reads a register operand *asynchronously*, until the wgmma.wait_group
 that retires it, but the compiler's liveness ends at the instruction. So each k-block waits for its
@@ -61,8 +60,7 @@ from .core.registry import Variant, layout_of
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
 from .v11_autotuned import grouped_tile
-from .v14_wgmma_tma import (BARRIER_BYTES, bind_configs, bind_tma_persistent, operand_box, sm_count, tma_views,
-                            zero_product)
+from .v14_wgmma_tma import BARRIER_BYTES, bind_configs, operand_box, sm_count, zero_product
 from .v15_warp_specialized import C_STAGE_BYTES, c_tensor_map, tma_problem
 
 BM, BN, BK = 256, 128, 32  # the first candidate's tile for nn and nt (tt's is its transpose)
@@ -153,14 +151,14 @@ def round_to_tf32(x):
     return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
 
 
-# stride_cm is not specialised: when it is 1 (N = 1) Triton would make C's rows the contiguous axis of the
-# transposed store and convert the 128 KB accumulator layout through shared memory, past the limit.
+# stride_cm is not specialised: when it is 1 (N = 1, or tt's Cᵀ view of C) Triton would make C's rows the
+# contiguous axis of the transposed store and convert the 128 KB accumulator layout through shared memory,
+# past the limit.
 @triton.jit(do_not_specialize=["stride_cm"])
 def wgmma_tf32_kernel(
     a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
-    A_T: tl.constexpr = False, B_T: tl.constexpr = False, A_3D: tl.constexpr = False, B_3D: tl.constexpr = False,
-    products=1, stride_cb=0, a_ptr=None, stride_ak=0, stride_ab=0,
+    B_T: tl.constexpr = False, A_3D: tl.constexpr = False, B_3D: tl.constexpr = False, products=1, stride_cb=0,
 ):
     # ---- 1. this program's tiles: pid, pid + programs, ..., over every product of a batch, each mapped in
     #         grouped order ----
@@ -170,47 +168,21 @@ def wgmma_tf32_kernel(
     for tile in range(tl.program_id(0), products * tiles, tl.num_programs(0)):
         product = tile // tiles
         pid_m, pid_n = grouped_tile(tile % tiles, grid_m, grid_n, GROUP_M)
-        if A_T:
-            tt_tile(a_ptr, b_desc, c_ptr, product, pid_m, pid_n, M, N, K, stride_ak, stride_ab, stride_cm, stride_cn,
-                    stride_cb, BLOCK_M, BLOCK_N, BLOCK_K, B_3D)
-        else:
-            acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)  # Cᵀ
-            for kb in range(tl.cdiv(K, BLOCK_K)):
-                # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight), of the
-                #         matrix a transposed operand views (.T of the box), of this product's matrix in a batch ----
-                a = operand_box(a_desc, product, pid_m * BLOCK_M, kb * BLOCK_K, BLOCK_M, BLOCK_K, False, A_3D)
-                b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, B_T, B_3D)
-                # ---- 3. the operand stored with rows of K from shared memory (K-major), the other rounded in
-                #         registers: wgmma's two operands ----
-                acc = tl.dot(round_to_tf32(b.T), a.T, acc, input_precision="tf32")
-            # ---- 4. write back (transposed for Cᵀ), masked at the edges ----
-            offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-            offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-            c_base = c_ptr + product.to(tl.int64) * stride_cb
-            c_ptrs = c_base + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
-            tl.store(c_ptrs, acc, mask=(offs_n[:, None] < N) & (offs_m[None, :] < M))
-
-
-@triton.jit
-def tt_tile(a_ptr, b_desc, c_ptr, product, pid_m, pid_n, M, N, K, stride_ak, stride_ab, stride_cm, stride_cn, stride_cb,
-            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, B_3D: tl.constexpr):
-    """tt's tile, C = A·B: B (stored N×K) from shared memory, A's tile of its stored K×M matrix loaded by pointer
-    into registers (from a TMA box instead, Triton 3.6 computes wrong results with 128×256 tiles)."""
-    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    a_base = a_ptr + product.to(tl.int64) * stride_ab
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kb in range(tl.cdiv(K, BLOCK_K)):
-        # phases 2 and 3 as above: B's box by TMA, A's tile by pointer (M contiguous, zeros outside), B
-        # K-major from shared memory and A rounded in registers
-        b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, True, B_3D)
-        offs_k = kb * BLOCK_K + tl.arange(0, BLOCK_K)
-        a = tl.load(a_base + offs_k[None, :] * stride_ak + offs_m[:, None],
-                    mask=(offs_k[None, :] < K) & (offs_m[:, None] < M), other=0.0)
-        acc = tl.dot(round_to_tf32(a), b, acc, input_precision="tf32")
-    # phase 4: write back as is, masked at the edges
-    c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
-    tl.store(c_ptrs, acc, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+        acc = tl.zeros((BLOCK_N, BLOCK_M), dtype=tl.float32)  # Cᵀ
+        for kb in range(tl.cdiv(K, BLOCK_K)):
+            # ---- 2. TMA: a box of A and one of B (zeros outside; num_stages of them in flight), of the
+            #         matrix a transposed operand views (.T of the box), of this product's matrix in a batch ----
+            a = operand_box(a_desc, product, pid_m * BLOCK_M, kb * BLOCK_K, BLOCK_M, BLOCK_K, False, A_3D)
+            b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, B_T, B_3D)
+            # ---- 3. the operand stored with rows of K from shared memory (K-major), the other rounded in
+            #         registers: wgmma's two operands ----
+            acc = tl.dot(round_to_tf32(b.T), a.T, acc, input_precision="tf32")
+        # ---- 4. write back (transposed for Cᵀ), masked at the edges ----
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        c_base = c_ptr + product.to(tl.int64) * stride_cb
+        c_ptrs = c_base + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
+        tl.store(c_ptrs, acc, mask=(offs_n[:, None] < N) & (offs_m[None, :] < M))
 
 
 def tf32_config(bm, bn, bk, warps, stages, group_m=8):
@@ -228,17 +200,12 @@ TRITON_CONFIGS = (
 
 
 def prepare_triton(a, b, c, configs):
-    """(refresh, {config: launch}). tt takes each config's tile transposed (BLOCK_N as the shared operand's
-    width) and A's stored matrix by pointer as well."""
-    if layout_of(a) != "t":
-        return bind_configs(a, b, c, configs, kernel=wgmma_tf32_kernel)
-    M, K = a.shape[-2:]
-    a_s, b_s, layout, refresh = tma_views(a, b)
-    a_ptr = {"a_ptr": a_s, "stride_ak": a_s.stride(-2), "stride_ab": a_s.stride(0) if a_s.dim() == 3 else 0}
-    return refresh, {config: bind_tma_persistent(
-        a_s, b_s, c, M, b.shape[-1], K, BLOCK_M=config.kwargs["BLOCK_N"], BLOCK_N=config.kwargs["BLOCK_M"],
-        BLOCK_K=config.kwargs["BLOCK_K"], GROUP_M=config.kwargs["GROUP_M"], kernel=wgmma_tf32_kernel,
-        num_warps=config.num_warps, num_stages=config.num_stages, **a_ptr, **layout) for config in configs}
+    """(refresh, {config: launch}). tt runs as nn on the stored matrices, Cᵀ = Bᵀ·Aᵀ: Bᵀ's stored rows are K
+    (A's place, from shared memory), Aᵀ is stored row-major (B's place, rounded in registers), and the
+    kernel's transposed write of its Cᵀ's transpose through Cᵀ's strides writes C as is."""
+    if layout_of(a) == "t":
+        return bind_configs(b.mT, a.mT, c.mT, configs, kernel=wgmma_tf32_kernel)
+    return bind_configs(a, b, c, configs, kernel=wgmma_tf32_kernel)
 
 
 TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS, prepare_triton, tile=block_of, describe=describe_config)
