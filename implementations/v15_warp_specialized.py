@@ -42,10 +42,10 @@ this tile's epilogue, as the CUDA producer arranges by hand: v14's `tma_persiste
 and C_BY_TMA on. Left out: warp specialization, the register split, clusters, the alternating k.
 
 Constraints: fp16/bf16 on sm_90a; every layout and batches in place. TMA writes C only when its rows are
-16-byte aligned (N % 8 == 0); otherwise the accumulators go straight from registers, as in v14.
+16-byte aligned (N % 8 == 0); otherwise the accumulators go straight from registers, as in v14. Where B's
+rows are not 128 bytes apart, Triton's candidates include copying B to that pitch first (PAD_B).
 
-What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100; public H100
-worklogs with these techniques report a little above cuBLAS.
+What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100, as public worklogs report.
 
 Its story (measurements, what was tried): docs/notes/v15.md.
 """
@@ -62,7 +62,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from .core.check import LAYOUTS
 from .core.cuda_c import CudaSource, bind, check_grid, function_pointer, tensor_map
 from .core.cuda_c import cupy as kernel_cupy
-from .core.registry import Variant
+from .core.registry import Variant, layout_of
 from .core.search import Search
 from .core.triton_util import block_of, describe_config, prebound
 from .core.validate import check_bias
@@ -314,6 +314,11 @@ SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (
     tma_config(64, 128, 64, 4, 6, SPLIT_K=4),  # decode: a deep ring of B per SM
     tma_config(64, 128, 64, 4, 4, SPLIT_K=2),  # skinny: a few dozen rows, N and K of thousands
 )
+PITCH_CONFIGS = (  # B copied to a 128-byte row pitch first (in the timed call): where its own is not (ragged_pitch)
+    tma_config(128, 256, 64, 8, 3, FLATTEN=True, PAD_B=True),
+    tma_config(128, 256, 64, 8, 4, FLATTEN=True, PAD_B=True),
+)
+B_PITCH = 128  # bytes
 
 
 @triton.jit
@@ -392,24 +397,50 @@ def c_descriptor(c: torch.Tensor, config: triton.Config) -> dict:
     return {"c_desc": TensorDescriptor.from_tensor(c, block), "C_BY_TMA": True}
 
 
+def ragged_pitch(b: torch.Tensor) -> bool:
+    """Whether B is stored row-major with its rows not a multiple of B_PITCH bytes apart. TMA's boxes of such a B
+    cost Triton's kernel about twice the L2 requests (docs/notes/v15.md), so PITCH_CONFIGS join the search."""
+    return layout_of(b) == "n" and (b.stride(-2) * b.element_size()) % B_PITCH != 0
+
+
+def pitch_padded(s: torch.Tensor):
+    """(a copy of the stored matrix `s` with rows B_PITCH bytes apart, copy(): fills it from `s`)."""
+    per_pitch = B_PITCH // s.element_size()
+    padded = torch.zeros((*s.shape[:-1], triton.cdiv(s.shape[-1], per_pitch) * per_pitch), dtype=s.dtype,
+                         device=s.device)[..., :s.shape[-1]]
+    return padded, lambda: padded.copy_(s)
+
+
 def prepare_triton(a, b, c, configs):
-    """(refresh, {config: launch}): the persistent kernel's configs (v14's) and the split-K ones, sharing one
-    set of TMA-ready operands."""
+    """(refresh, {config: launch}): the persistent kernel's configs (v14's), the split-K ones and those that copy
+    B to a 128-byte pitch first (PAD_B), sharing one set of TMA-ready operands."""
     M, K = a.shape[-2:]
     a_t, b_t, layout, refresh = tma_views(a, b)
     launches = {}
+    b_padded, copy_b = pitch_padded(b_t) if any("PAD_B" in config.kwargs for config in configs) else (None, None)
     for config in configs:
         if "SPLIT_K" in config.kwargs:
             launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config)
-        else:
-            launches[config] = bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, **layout,
-                                                   **c_descriptor(c, config), num_warps=config.num_warps,
-                                                   num_stages=config.num_stages)
+            continue
+        knobs = {k: v for k, v in config.kwargs.items() if k != "PAD_B"}
+        launch = bind_tma_persistent(a_t, b_padded if "PAD_B" in config.kwargs else b_t, c, M, b.shape[-1], K,
+                                     **knobs, **layout, **c_descriptor(c, config), num_warps=config.num_warps,
+                                     num_stages=config.num_stages)
+        launches[config] = after(copy_b, launch) if "PAD_B" in config.kwargs else launch
     return refresh, launches
 
 
-TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS, prepare_triton, tile=block_of,
-                       describe=describe_config, reference=("unflattened", TRITON_CONFIGS[2]))
+def after(first, launch):
+    """`launch`, with `first()` run before it in the same call."""
+    def run():
+        first()
+        return launch()
+
+    return run
+
+
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + PITCH_CONFIGS, prepare_triton,
+                       tile=block_of, describe=describe_config, reference=("unflattened", TRITON_CONFIGS[2]))
 
 
 def warp_specialized_triton(a, b, c):
@@ -417,7 +448,8 @@ def warp_specialized_triton(a, b, c):
         return zero_product(c)
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
-    return TRITON_SEARCH.tuned(a, b, c, TRITON_SEARCH.candidates if split else TRITON_CONFIGS)
+    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ())
+                               + (PITCH_CONFIGS if ragged_pitch(b) else ()))
 
 
 VARIANT = Variant(

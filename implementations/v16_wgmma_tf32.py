@@ -151,14 +151,14 @@ def round_to_tf32(x):
     return ((bits + 0x1000) & 0xFFFFE000).to(tl.float32, bitcast=True)
 
 
-# stride_cm is not specialised: when it is 1 (N = 1, or tt's Cᵀ view of C) Triton would make C's rows the
-# contiguous axis of the transposed store and convert the 128 KB accumulator layout through shared memory,
-# past the limit.
+# stride_cm is not specialised: when it is 1 (N = 1) Triton would make C's rows the contiguous axis of the
+# transposed store and convert the 128 KB accumulator layout through shared memory, past the limit.
 @triton.jit(do_not_specialize=["stride_cm"])
 def wgmma_tf32_kernel(
     a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     B_T: tl.constexpr = False, A_3D: tl.constexpr = False, B_3D: tl.constexpr = False, products=1, stride_cb=0,
+    CM_UNIT: tl.constexpr = False,
 ):
     # ---- 1. this program's tiles: pid, pid + programs, ..., over every product of a batch, each mapped in
     #         grouped order ----
@@ -181,7 +181,10 @@ def wgmma_tf32_kernel(
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         c_base = c_ptr + product.to(tl.int64) * stride_cb
-        c_ptrs = c_base + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
+        if CM_UNIT:  # tt: C written through Cᵀ's strides, whose unit one Triton is told of (vector stores)
+            c_ptrs = c_base + offs_n[:, None] * stride_cn + offs_m[None, :]
+        else:
+            c_ptrs = c_base + offs_n[:, None] * stride_cn + offs_m[None, :] * stride_cm
         tl.store(c_ptrs, acc, mask=(offs_n[:, None] < N) & (offs_m[None, :] < M))
 
 
@@ -204,7 +207,7 @@ def prepare_triton(a, b, c, configs):
     (A's place, from shared memory), Aᵀ is stored row-major (B's place, rounded in registers), and the
     kernel's transposed write of its Cᵀ's transpose through Cᵀ's strides writes C as is."""
     if layout_of(a) == "t":
-        return bind_configs(b.mT, a.mT, c.mT, configs, kernel=wgmma_tf32_kernel)
+        return bind_configs(b.mT, a.mT, c.mT, configs, kernel=wgmma_tf32_kernel, extra=lambda config: {"CM_UNIT": True})
     return bind_configs(a, b, c, configs, kernel=wgmma_tf32_kernel)
 
 

@@ -197,17 +197,18 @@ __device__ __forceinline__ void add_partial(float (&d)[R], const float4* partial
     }
 }
 
-// Split-K's fix-up, as Triton's split_k_kernel does it: a consumer warpgroup's partial sums of `slice` go to
-// their own place in `partials` (block b's SPLIT slices, one after another), the block's counter counts the
-// slices done (acq_rel: the partial is visible before the count, and the last one sees every other's), and
-// the last slice to count adds all of them, in slice order (the same sum whichever finishes last) and sets
-// the counter back to 0 for the next launch. Returns whether this warpgroup holds the block's sum to store.
+// Adds 1 to a split-K counter (acquire and release, GPU scope): returns the count before.
 __device__ __forceinline__ int count_acq_rel(int* counter) {
     int before;
     asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], 1;\n" : "=r"(before) : "l"(counter) : "memory");
     return before;
 }
 
+// Split-K's fix-up, as Triton's split_k_kernel does it: a consumer warpgroup's partial sums of `slice` go to
+// their own place in `partials` (block b's SPLIT slices, one after another), the block's counter counts the
+// slices done (acq_rel: the partial is visible before the count, and the last one sees every other's), and
+// the last slice to count adds all of them, in slice order (the same sum whichever finishes last) and sets
+// the counter back to 0 for the next launch. Returns whether this warpgroup holds the block's sum to store.
 template <int SPLIT, int R>
 __device__ __forceinline__ bool split_k_fixup(float (&d)[R], float4* partials, int* counts, int block, int slice,
                                               unsigned barrier_id, int* ticket) {
@@ -220,15 +221,21 @@ __device__ __forceinline__ bool split_k_fixup(float (&d)[R], float4* partials, i
     if (t == 0) *ticket = count_acq_rel(counts + block);
     named_barrier(barrier_id, 128);
     if (*ticket != SPLIT - 1) return false;
-#pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-        float4 sum = __ldcg(all + j * 128 + t);
+    // A slice at a time, all of its loads in flight at once: one L2 round trip per slice, not one per float4
+    // and slice (which at decode was most of the kernel's time). The sum's order stays slice 0, 1, ...
 #pragma unroll 1
-        for (int s = 1; s < SPLIT; ++s) {
-            const float4 p = __ldcg(all + (s * (R / 4) + j) * 128 + t);
-            sum.x += p.x, sum.y += p.y, sum.z += p.z, sum.w += p.w;
+    for (int s = 0; s < SPLIT; ++s) {
+        float4 p[R / 4];
+#pragma unroll
+        for (int j = 0; j < R / 4; ++j) p[j] = __ldcg(all + (s * (R / 4) + j) * 128 + t);
+#pragma unroll
+        for (int j = 0; j < R / 4; ++j) {
+            if (s == 0) {
+                d[4 * j] = p[j].x, d[4 * j + 1] = p[j].y, d[4 * j + 2] = p[j].z, d[4 * j + 3] = p[j].w;
+            } else {
+                d[4 * j] += p[j].x, d[4 * j + 1] += p[j].y, d[4 * j + 2] += p[j].z, d[4 * j + 3] += p[j].w;
+            }
         }
-        d[4 * j] = sum.x, d[4 * j + 1] = sum.y, d[4 * j + 2] = sum.z, d[4 * j + 3] = sum.w;
     }
     if (t == 0) counts[block] = 0;
     return true;

@@ -7,6 +7,8 @@ also times a real search once per rung and language, checks that its choice is r
 tuning cache gives the same choice without a search.
 """
 
+import re
+
 import pytest
 import torch
 
@@ -72,7 +74,9 @@ def test_a_real_search_reports_its_choice(variant, tuned, dtype, monkeypatch):
     monkeypatch.setenv(search.MODE_VARIABLE, "time")
     result = checked_run(variant, tuned.lang, (512, 384, 256), "cuda", dtype)
     assert result.status == bench.STATUS_OK, result.note
-    assert f"({len(tuned.candidates)} candidates," in result.note and "runner-up" in result.note, result.note
+    searched = re.search(r"\((\d+) candidates,", result.note)  # a rung may offer a problem only some of them
+    assert searched and 2 <= int(searched.group(1)) <= len(tuned.candidates), result.note
+    assert "runner-up" in result.note, result.note
     assert any(result.note.startswith(f"autotuned: {tuned.describe(c)}, ") for c in tuned.candidates), result.note
     tuned.choices.clear()
     monkeypatch.setattr(search, "time_candidates", lambda runs: pytest.fail("searched again"))
