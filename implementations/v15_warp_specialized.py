@@ -308,6 +308,7 @@ TRITON_CONFIGS = (
     tma_config(128, 128, 64, 4, 4, FLATTEN=True),
     tma_config(128, 256, 64, 8, 3, group_m=16, FLATTEN=True),
     tma_config(64, 128, 64, 4, 4, FLATTEN=True),  # 64-row tiles: products (or batches of them) of few rows
+    tma_config(128, 64, 64, 4, 6, FLATTEN=True),  # 128 rows once: B read once where M is about 128 (skinny)
     tma_config(64, 64, 64, 4, 6, FLATTEN=True),
 )
 SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (few_tiles)
