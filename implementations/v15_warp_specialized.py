@@ -17,7 +17,8 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   are dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
   which adds the others' fp32 partial sums. Split-K (both languages), for products of fewer tiles than
   SMs: each tile cut into SPLIT_K slices of k, and the last slice to finish adds all the partials.
-Candidates (tiles, 64-row ones for few rows, stages, clusters, stream-K, split-K) are searched per problem.
+Candidates (tiles, 64-row ones for few rows, stages, clusters, stream-K, split-K) are searched per problem;
+on the Triton side also v11's kernel (pointer copies, no TMA) for products of a few tiles.
 
 CUDA C and Triton side by side:
 
@@ -41,9 +42,8 @@ the pipeliner treats the tile loop and the k-loop as one, so the next tile's fir
 this tile's epilogue, as the CUDA producer arranges by hand: v14's `tma_persistent_kernel` with FLATTEN
 and C_BY_TMA on. Left out: warp specialization, the register split, clusters, the alternating k.
 
-Constraints: fp16/bf16 on sm_90a; every layout and batches in place. TMA writes C only when its rows are
-16-byte aligned (N % 8 == 0); otherwise the accumulators go straight from registers, as in v14. Where B's
-rows are not 128 bytes apart, Triton's candidates include copying B to that pitch first (PAD_B).
+Constraints: fp16/bf16 on sm_90a; every layout and batches in place. TMA writes C where its rows are 16-byte
+aligned (N % 8 == 0), else registers do. Triton may first copy a B whose rows are not 128 bytes apart (PAD_B).
 
 What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100, as public worklogs report.
 
@@ -67,6 +67,7 @@ from .core.search import Search
 from .core.triton_util import block_of, describe_config, prebound
 from .core.validate import check_bias
 from .v11_autotuned import grouped_tile
+from .v11_autotuned import launch_config as launch_pointer_config
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, operand_box, operand_descriptors,
                              sm_count, tma_views, zero_product)
 
@@ -315,6 +316,11 @@ SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (
     tma_config(64, 128, 64, 4, 6, SPLIT_K=4),  # decode: a deep ring of B per SM
     tma_config(64, 128, 64, 4, 4, SPLIT_K=2),  # skinny: a few dozen rows, N and K of thousands
 )
+POINTER_CONFIGS = (  # v11's kernel (tiles copied by cp.async from pointers: no descriptors, no mbarriers), for
+    # products of a few tiles, where the TMA kernel's fixed cost is most of the call
+    tma_config(64, 64, 64, 4, 3, TMA=False),
+    tma_config(64, 64, 128, 4, 3, TMA=False),
+)
 PITCH_CONFIGS = (  # B copied to a 128-byte row pitch first (in the timed call): where its own is not (ragged_pitch)
     tma_config(128, 256, 64, 8, 3, FLATTEN=True, PAD_B=True),
     tma_config(128, 256, 64, 8, 4, FLATTEN=True, PAD_B=True),
@@ -384,7 +390,7 @@ def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config):
 
 def few_tiles(M: int, N: int, products: int, device: torch.device) -> bool:
     """Whether a product (or batch) has fewer 128×128 tiles than the GPU has SMs: then cutting k fills the GPU
-    where tiles cannot, and the split-K candidates join the search."""
+    where tiles cannot, and the split-K candidates join the search (on the Triton side v11's kernel too)."""
     sms = sm_count(device) if device.type == "cuda" else 132
     return products * triton.cdiv(M, 128) * triton.cdiv(N, 128) < sms
 
@@ -414,7 +420,7 @@ def pitch_padded(s: torch.Tensor):
 
 def prepare_triton(a, b, c, configs):
     """(refresh, {config: launch}): the persistent kernel's configs (v14's), the split-K ones and those that copy
-    B to a 128-byte pitch first (PAD_B), sharing one set of TMA-ready operands."""
+    B to a 128-byte pitch first (PAD_B), sharing one set of TMA-ready operands; and v11's kernel (TMA=False)."""
     M, K = a.shape[-2:]
     a_t, b_t, layout, refresh = tma_views(a, b)
     launches = {}
@@ -422,6 +428,11 @@ def prepare_triton(a, b, c, configs):
     for config in configs:
         if "SPLIT_K" in config.kwargs:
             launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config)
+            continue
+        if config.kwargs.get("TMA") is False:  # the operands as given: strides, batch strides, no padding
+            knobs = {k: v for k, v in config.kwargs.items() if k != "TMA"}
+            launches[config] = launch_pointer_config(a, b, c, triton.Config(knobs, num_warps=config.num_warps,
+                                                                            num_stages=config.num_stages))
             continue
         knobs = {k: v for k, v in config.kwargs.items() if k != "PAD_B"}
         launch = bind_tma_persistent(a_t, b_padded if "PAD_B" in config.kwargs else b_t, c, M, b.shape[-1], K,
@@ -440,8 +451,8 @@ def after(first, launch):
     return run
 
 
-TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + PITCH_CONFIGS, prepare_triton,
-                       tile=block_of, describe=describe_config, reference=("unflattened", TRITON_CONFIGS[2]))
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + POINTER_CONFIGS + PITCH_CONFIGS,
+                       prepare_triton, tile=block_of, describe=describe_config, reference=("unflattened", TRITON_CONFIGS[2]))
 
 
 def warp_specialized_triton(a, b, c):
@@ -449,7 +460,7 @@ def warp_specialized_triton(a, b, c):
         return zero_product(c)
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
-    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ())
+    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS + POINTER_CONFIGS if split else ())
                                + (PITCH_CONFIGS if ragged_pitch(b) else ()))
 
 
