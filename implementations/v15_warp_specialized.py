@@ -63,7 +63,7 @@ from .core.check import LAYOUTS
 from .core.cuda_c import CudaSource, bind, check_grid, function_pointer, tensor_map
 from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant, layout_of
-from .core.search import Search
+from .core.search import Search, with_refresh
 from .core.triton_util import block_of, describe_config, prebound
 from .core.validate import check_bias
 from .v11_autotuned import grouped_tile
@@ -438,21 +438,13 @@ def prepare_triton(a, b, c, configs):
         launch = bind_tma_persistent(a_t, b_padded if "PAD_B" in config.kwargs else b_t, c, M, b.shape[-1], K,
                                      **knobs, **layout, **c_descriptor(c, config), num_warps=config.num_warps,
                                      num_stages=config.num_stages)
-        launches[config] = after(copy_b, launch) if "PAD_B" in config.kwargs else launch
+        launches[config] = with_refresh(copy_b, launch) if "PAD_B" in config.kwargs else launch
     return refresh, launches
 
 
-def after(first, launch):
-    """`launch`, with `first()` run before it in the same call."""
-    def run():
-        first()
-        return launch()
-
-    return run
-
-
 TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + POINTER_CONFIGS + PITCH_CONFIGS,
-                       prepare_triton, tile=block_of, describe=describe_config, reference=("unflattened", TRITON_CONFIGS[2]))
+                       prepare_triton, tile=block_of, describe=describe_config,
+                       reference=("unflattened", TRITON_CONFIGS[2]))
 
 
 def warp_specialized_triton(a, b, c):

@@ -205,9 +205,10 @@ TRITON_CONFIGS = (
 def prepare_triton(a, b, c, configs):
     """(refresh, {config: launch}). tt runs as nn on the stored matrices, Cᵀ = Bᵀ·Aᵀ: Bᵀ's stored rows are K
     (A's place, from shared memory), Aᵀ is stored row-major (B's place, rounded in registers), and the
-    kernel's transposed write of its Cᵀ's transpose through Cᵀ's strides writes C as is."""
+    kernel's transposed write, given Cᵀ's strides, writes C as it is (CM_UNIT: C's unit stride)."""
     if layout_of(a) == "t":
-        return bind_configs(b.mT, a.mT, c.mT, configs, kernel=wgmma_tf32_kernel, extra=lambda config: {"CM_UNIT": True})
+        return bind_configs(b.mT, a.mT, c.mT, configs, kernel=wgmma_tf32_kernel,
+                            extra=lambda config: {"CM_UNIT": True})
     return bind_configs(a, b, c, configs, kernel=wgmma_tf32_kernel)
 
 

@@ -95,7 +95,8 @@ def each(launch: Callable[..., Launch]) -> Prepare:
     return prepare
 
 
-def _with_refresh(refresh, launch: Launch) -> Launch:
+def with_refresh(refresh, launch: Launch) -> Launch:
+    """`launch`, with `refresh()` (a copy into padded operands, say) run before it in the same call."""
     if refresh is None:
         return launch
 
@@ -202,7 +203,7 @@ class Search:
         """One candidate's whole call (refresh included), without the search: what the tests check.
         `fused`: epilogue= and bias=, for a rung that fuses one; offsets= for a grouped product."""
         refresh, launches = self.prepare(a, b, c, (candidate,), **fused)
-        return _with_refresh(refresh, launches[candidate])
+        return with_refresh(refresh, launches[candidate])
 
     def tuned(self, a, b, c, candidates: Sequence | None = None, **fused) -> TunedRun:
         """The run compare.py times: the first call searches (or takes the first candidate), later calls
@@ -216,7 +217,7 @@ class Search:
         if why_untimed:
             candidates = candidates[:1]
         refresh, launches = self.prepare(a, b, c, candidates, **fused)
-        runs = {cand: _with_refresh(refresh, launch) for cand, launch in launches.items()}
+        runs = {cand: with_refresh(refresh, launch) for cand, launch in launches.items()}
 
         def launch():
             choice = self.choices.get(key)
