@@ -85,6 +85,14 @@ def tma_operands(a: torch.Tensor, b: torch.Tensor):
     return a_pad, b_pad, refresh
 
 
+def padded_rows(s: torch.Tensor, pitch: int):
+    """(a zeroed buffer of s's rows, each widened to a multiple of `pitch` bytes, copy(): copies s into it)."""
+    per_pitch = pitch // s.element_size()
+    padded = torch.zeros((*s.shape[:-1], triton.cdiv(s.shape[-1], per_pitch) * per_pitch), dtype=s.dtype,
+                         device=s.device)
+    return padded, lambda: padded[..., :s.shape[-1]].copy_(s)
+
+
 def tma_views(a: torch.Tensor, b: torch.Tensor):
     """(a_s, b_s, layout, refresh) for the Triton kernel: the row-major matrices (or batches of them) TMA
     reads, each operand itself or, for a transposed view, the matrix it views (layout: {"A_T": True} and/or {"B_T": True}), each
@@ -96,17 +104,14 @@ def tma_views(a: torch.Tensor, b: torch.Tensor):
         s = t.mT if transposed else t
         if transposed:
             layout[flag] = True
-        align = 16 // t.element_size()
-        if s.shape[-1] % align or s.data_ptr() % 16:
-            padded = torch.zeros((*s.shape[:-1], triton.cdiv(s.shape[-1], align) * align), dtype=s.dtype,
-                                 device=s.device)
-            copies.append((padded[..., :s.shape[-1]], s))
-            s = padded
+        if s.shape[-1] % (16 // t.element_size()) or s.data_ptr() % 16:
+            s, copy = padded_rows(s, 16)
+            copies.append(copy)
         stored.append(s)
 
     def refresh():
-        for dst, src in copies:
-            dst.copy_(src)
+        for copy in copies:
+            copy()
 
     return *stored, layout, refresh
 

@@ -18,7 +18,7 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   which adds the others' fp32 partial sums. Split-K (both languages), for products of fewer tiles than
   SMs: each tile cut into SPLIT_K slices of k, and the last slice to finish adds all the partials.
 Candidates (tiles, 64-row ones for few rows, stages, clusters, stream-K, split-K) are searched per problem;
-on the Triton side also v11's kernel (pointer copies, no TMA) for products of a few tiles.
+on the Triton side also v11's kernel (pointer copies, no TMA) for products of a few tiles and for batches.
 
 CUDA C and Triton side by side:
 
@@ -60,7 +60,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .core.check import LAYOUTS
-from .core.cuda_c import CudaSource, bind, check_grid, function_pointer, tensor_map
+from .core.cuda_c import MAX_GRID, CudaSource, bind, check_grid, function_pointer, tensor_map
 from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant, layout_of
 from .core.search import Search, with_refresh
@@ -69,7 +69,7 @@ from .core.validate import check_bias
 from .v11_autotuned import grouped_tile
 from .v11_autotuned import launch_config as launch_pointer_config
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, operand_box, operand_descriptors,
-                             sm_count, tma_views, zero_product)
+                             padded_rows, sm_count, tma_views, zero_product)
 
 BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one)
 
@@ -317,7 +317,7 @@ SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (
     tma_config(64, 128, 64, 4, 4, SPLIT_K=2),  # skinny: a few dozen rows, N and K of thousands
 )
 POINTER_CONFIGS = (  # v11's kernel (tiles copied by cp.async from pointers: no descriptors, no mbarriers), for
-    # products of a few tiles, where the TMA kernel's fixed cost is most of the call
+    # products of a few tiles, where the TMA kernel's fixed cost is most of the call, and batches of them
     tma_config(64, 64, 64, 4, 3, TMA=False),
     tma_config(64, 64, 128, 4, 3, TMA=False),
 )
@@ -326,6 +326,7 @@ PITCH_CONFIGS = (  # B copied to a 128-byte row pitch first (in the timed call):
     tma_config(128, 256, 64, 8, 4, FLATTEN=True, PAD_B=True),
 )
 B_PITCH = 128  # bytes
+MARKERS = ("TMA", "PAD_B")  # knobs that pick a launcher, not kernel parameters
 
 
 @triton.jit
@@ -411,11 +412,9 @@ def ragged_pitch(b: torch.Tensor) -> bool:
 
 
 def pitch_padded(s: torch.Tensor):
-    """(a copy of the stored matrix `s` with rows B_PITCH bytes apart, copy(): fills it from `s`)."""
-    per_pitch = B_PITCH // s.element_size()
-    padded = torch.zeros((*s.shape[:-1], triton.cdiv(s.shape[-1], per_pitch) * per_pitch), dtype=s.dtype,
-                         device=s.device)[..., :s.shape[-1]]
-    return padded, lambda: padded.copy_(s)
+    """(the stored matrix `s` in a buffer with rows B_PITCH bytes apart, copy(): fills it from `s`)."""
+    padded, copy = padded_rows(s, B_PITCH)
+    return padded[..., :s.shape[-1]], copy
 
 
 def prepare_triton(a, b, c, configs):
@@ -429,12 +428,11 @@ def prepare_triton(a, b, c, configs):
         if "SPLIT_K" in config.kwargs:
             launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config)
             continue
+        knobs = {k: v for k, v in config.kwargs.items() if k not in MARKERS}
         if config.kwargs.get("TMA") is False:  # the operands as given: strides, batch strides, no padding
-            knobs = {k: v for k, v in config.kwargs.items() if k != "TMA"}
             launches[config] = launch_pointer_config(a, b, c, triton.Config(knobs, num_warps=config.num_warps,
                                                                             num_stages=config.num_stages))
             continue
-        knobs = {k: v for k, v in config.kwargs.items() if k != "PAD_B"}
         launch = bind_tma_persistent(a_t, b_padded if "PAD_B" in config.kwargs else b_t, c, M, b.shape[-1], K,
                                      **knobs, **layout, **c_descriptor(c, config), num_warps=config.num_warps,
                                      num_stages=config.num_stages)
@@ -452,7 +450,9 @@ def warp_specialized_triton(a, b, c):
         return zero_product(c)
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
-    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS + POINTER_CONFIGS if split else ())
+    batch = 1 < products <= MAX_GRID[1]  # v11's kernel walks a batch along grid axis 1
+    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ())
+                               + (POINTER_CONFIGS if split or batch else ())
                                + (PITCH_CONFIGS if ragged_pitch(b) else ()))
 
 

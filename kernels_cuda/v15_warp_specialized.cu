@@ -228,7 +228,7 @@ __device__ __forceinline__ bool split_k_fixup(float (&d)[R], float4* partials, i
     named_barrier(barrier_id, 128);
     if (*ticket != SPLIT - 1) return false;
     // A slice at a time, all of its loads in flight at once: one L2 round trip per slice, not one per float4
-    // and slice (which at decode was most of the kernel's time). The sum's order stays slice 0, 1, ...
+    // and slice, which would dominate a decode-sized kernel. The sum's order stays slice 0, 1, ...
 #pragma unroll 1
     for (int s = 0; s < SPLIT && inside; ++s) {
         float4 p[R / 4];
