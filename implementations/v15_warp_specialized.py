@@ -189,6 +189,16 @@ def cluster_tiles(M: int, N: int, tile: Tile) -> int:
 TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
 
 
+def launch_candidates(problem: TmaProblem, c, tiles, source: CudaSource = KERNELS, epilogue: str = "NoEpilogue",
+                      offsets: torch.Tensor | None = None, **options) -> dict:
+    """{tile: launch_candidate(...)} for these tiles, their kernels compiled side by side first: each launch
+    asks the driver how many of its clusters fit (resident_clusters), which needs the compiled kernel."""
+    groups = "NoGroups" if offsets is None else "Groups"
+    source.compile([t.kernel(c.dtype, problem.layout, epilogue, groups) for t in tiles], c.device.index)
+    return {tile: launch_candidate(problem, c, tile, source=source, epilogue=epilogue, offsets=offsets, **options)
+            for tile in tiles}
+
+
 def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = None,
                      timeline: torch.Tensor | None = None, epilogue: str = "NoEpilogue",
                      bias: torch.Tensor | None = None, source: CudaSource = KERNELS,
@@ -276,7 +286,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     """(refresh, {tile: launch}) for these candidates, sharing one problem's tensor maps (tma_problem, with
     this L2 promotion) and `timeline` (see launch_candidate)."""
     problem, refresh = tma_problem(a, b, c, l2_promotion)
-    return refresh, {tile: launch_candidate(problem, c, tile, clusters, timeline) for tile in tiles}
+    return refresh, launch_candidates(problem, c, tiles, clusters=clusters, timeline=timeline)
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES, prepare_cuda,

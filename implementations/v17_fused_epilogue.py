@@ -49,7 +49,7 @@ from .core.search import Search
 from .core.triton_util import block_of, describe_config
 from .v14_wgmma_tma import IS_BF16, bind_configs, tma_persistent_kernel
 from .v15_warp_specialized import KERNELS as V15_KERNELS
-from .v15_warp_specialized import CUDA_CANDIDATES, TRITON_CONFIGS, c_descriptor, launch_candidate, tma_problem
+from .v15_warp_specialized import CUDA_CANDIDATES, TRITON_CONFIGS, c_descriptor, launch_candidates, tma_problem
 from .v15_warp_specialized import CUDA_SEARCH as V15_CUDA_SEARCH
 
 # The C++ type of each epilogue (kernels_cuda/v17_fused_epilogue.cu; none is v15's default, from v15's .cu).
@@ -73,8 +73,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, epilogue: str = "none", bias=No
     """(refresh, {tile: launch}) for these candidates on one problem's tensor maps, each applying `epilogue`."""
     problem, refresh = tma_problem(a, b, c)
     source = V15_KERNELS if epilogue == "none" else KERNELS
-    return refresh, {tile: launch_candidate(problem, c, tile, epilogue=CUDA_EPILOGUES[epilogue], bias=bias,
-                                            source=source) for tile in tiles}
+    return refresh, launch_candidates(problem, c, tiles, source, CUDA_EPILOGUES[epilogue], bias=bias)
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=V15_CUDA_SEARCH.tile)

@@ -54,7 +54,7 @@ from .core.search import Search
 from .core.triton_util import block_of, describe_config, prebound
 from .v11_autotuned import grouped_tile
 from .v14_wgmma_tma import IS_BF16, operand_box, sm_count, tma_views, zero_product
-from .v15_warp_specialized import TRITON_CONFIGS, Tile, launch_candidate, tma_problem
+from .v15_warp_specialized import TRITON_CONFIGS, Tile, launch_candidates, tma_problem
 
 LAYOUTS = ("nn", "nt")  # tokens row-major; the experts' weights K×N or N×K (transposed views)
 CUDA_CANDIDATES = (
@@ -85,7 +85,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, offsets=None):
     b, offsets = one_group(a, b, offsets)
     problem, refresh = tma_problem(a, b, c)
     problem = problem._replace(products=b.shape[0])
-    return refresh, {tile: launch_candidate(problem, c, tile, source=KERNELS, offsets=offsets) for tile in tiles}
+    return refresh, launch_candidates(problem, c, tiles, source=KERNELS, offsets=offsets)
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))

@@ -10,6 +10,7 @@ the search's timing alone. Each rung runs in bf16 if it takes bf16, else in its 
 the others (fp32, tf32) at --size-32.
 
     python scripts/first_call.py --markdown first_call.md --json first_call.json
+    python scripts/first_call.py --rungs 15   # one rung
 """
 
 import argparse
@@ -32,7 +33,7 @@ from implementations.core import search, tuning_cache  # noqa: E402
 from implementations.core.check import PRECISIONS, make_inputs  # noqa: E402
 from implementations.core.cli import COLD_CACHES  # noqa: E402
 from implementations.core.env import environment, set_cublas_math  # noqa: E402
-from implementations.core.tasks import Task, parse_sizes, skip_reason  # noqa: E402
+from implementations.core.tasks import Task, parse_rungs, parse_sizes, skip_reason  # noqa: E402
 
 HEADER = ["rung", "language", "dtype", "shape", "first call, empty cache (s)", "first call, cache filled (s)",
           "new shape, kernels built (s)", "choice, empty cache", "choice, cache filled"]
@@ -84,6 +85,8 @@ def main() -> int:
                    help="the shape for bf16 and fp16 rungs (default 1024)")
     p.add_argument("--size-32", type=one_size, default=one_size("1000x1100x1028"), metavar="N|MxNxK",
                    help="the shape for fp32 and tf32 rungs (default 1000x1100x1028)")
+    p.add_argument("--rungs", type=parse_rungs, metavar="SPEC", help="these rungs only, as compare.py's --rungs "
+                   "(default: every tuned rung)")
     p.add_argument("--markdown", type=Path, help="write the table as Markdown here")
     p.add_argument("--json", type=Path, help="write the environment and the rows as JSON here")
     p.add_argument("--child", help=argparse.SUPPRESS)  # one first call, in a process of its own
@@ -95,7 +98,7 @@ def main() -> int:
         print("first_call.py needs a CUDA device: it times the tuned rungs' searches on a GPU", file=sys.stderr)
         return 2
     rows = []
-    for v in all_variants():
+    for v in args.rungs or all_variants():
         dtype = "bf16" if "bf16" in v.dtypes else v.dtypes[0]
         shape = args.size_16 if PRECISIONS[dtype].dtype.itemsize == 2 else args.size_32
         for s in v.searches:

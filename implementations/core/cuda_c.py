@@ -21,6 +21,7 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -28,7 +29,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from . import IMPORT_ROOT, PACKAGE_DIR
+from . import IMPORT_ROOT, PACKAGE_DIR, prebuild
 from .validate import Refused
 
 # kernels_cuda/ stands beside the package in a checkout and inside it once installed (package data).
@@ -144,6 +145,14 @@ class CudaSource:
             self._compiled[(device, name)] = kernel
         return kernel
 
+    def compile(self, names: Sequence[str], device: int) -> None:
+        """Compile these kernels for CUDA device `device` side by side, those not compiled yet (NVRTC
+        compiles outside the GIL): for launchers that need compiled kernels before they launch."""
+        missing = [n for n in dict.fromkeys(names) if (device, n) not in self._compiled]
+        if len(missing) > 1:
+            with ThreadPoolExecutor(max_workers=min(len(missing), os.cpu_count() or 1)) as pool:
+                list(pool.map(self.function, missing, [device] * len(missing)))
+
     def _compile_for_arch(self, cp, name: str):
         """NVRTC through cuda-python for an arch-specific target, loaded by CuPy.
 
@@ -238,6 +247,9 @@ def bind(source: CudaSource, name: str, grid, block, args: Sequence, shared_mem:
         raise ValueError(f"every tensor argument of {name} must be on {tensors[0].device}")
     cp = cupy()
     kernel_args = tuple(_kernel_arg(a) for a in args)
+    # a search compiles this ahead of the first launch (core/prebuild); an error stays in the future, unread,
+    # and the launch compiles again and raises it
+    prebuild.add((source.path, name, device), lambda pool: pool.submit(source.function, name, device))
     described = f"{name} in {source.path.name}, grid {grid}, block {block}, {shared_mem} B dynamic shared memory"
 
     def run():

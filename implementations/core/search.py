@@ -49,7 +49,7 @@ from typing import Any
 
 import torch
 
-from . import tuning_cache
+from . import prebuild, tuning_cache
 from .validate import check_groups
 
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
@@ -216,18 +216,19 @@ class Search:
         why_untimed = untimed_reason(a.device)
         if why_untimed:
             candidates = candidates[:1]
-        refresh, launches = self.prepare(a, b, c, candidates, **fused)
+        with prebuild.collecting() as compiles:
+            refresh, launches = self.prepare(a, b, c, candidates, **fused)
         runs = {cand: with_refresh(refresh, launch) for cand, launch in launches.items()}
 
         def launch():
             choice = self.choices.get(key)
             if choice is None or choice.best not in runs or (choice.why_untimed and not why_untimed):
-                choice = self.choices[key] = self._choose(key, runs, why_untimed)
+                choice = self.choices[key] = self._choose(key, runs, why_untimed, compiles)
             return runs[choice.best]()
 
         return TunedRun(launch, lambda: self.report(self.choices[key]), lambda: self.tile(self.choices[key].best))
 
-    def _choose(self, key: str, runs: dict, why_untimed: str) -> Choice:
+    def _choose(self, key: str, runs: dict, why_untimed: str, compiles=()) -> Choice:
         if why_untimed:
             return Choice(next(iter(runs)), {}, 0.0, why_untimed)
         problem = json.loads(key)
@@ -236,6 +237,7 @@ class Search:
             if cached is not None:
                 return cached
         start = time.perf_counter()
+        prebuild.build(list(compiles))  # the candidates' compiles side by side, not one per first launch
         times, graph = time_candidates(runs)
         decided = graph or times
         choice = Choice(min(decided, key=decided.get), times, time.perf_counter() - start, graph=graph)

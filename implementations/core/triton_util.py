@@ -8,6 +8,7 @@ import types
 
 import triton
 
+from . import prebuild
 from .validate import Refused, check_tile
 
 
@@ -79,4 +80,5 @@ def prebound(kernel, grid, *args, **kwargs):
         return compiled
 
     launch.jit = lambda: kernel[grid](*args, **kwargs)
+    prebuild.add(id(launch), lambda pool: kernel.warmup(*args, grid=grid, **kwargs))  # a search's (core/prebuild)
     return launch
