@@ -33,7 +33,7 @@ memory) and a batch in one launch (3-D descriptors, boxes of one matrix; the per
 product's tiles); the CUDA C kernel takes one product of a K-major A and an N-major B, so the shared layer
 copies other layouts for it and launches a batch matrix by matrix.
 The Triton kernel has two knobs off here that v15 turns on: FLATTEN (one software pipeline over the
-tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores); and v17's BIAS and ACTIVATION.
+tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores); and v17's BIAS and ACTIVATION, v19's SCALED.
 
 What it should reach: about cuBLAS's level minus what the single-role design costs (the thread that
 issues the copies is also a consumer, so its warpgroup waits whenever a slot is late), and the
@@ -49,7 +49,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from .core.check import LAYOUTS
 from .core.cuda_c import CudaSource, bind, check_grid, tensor_map
-from .core.registry import Variant, layout_of
+from .core.registry import Variant, layout_of, reads_as
 from .core.triton_util import prebound
 from .v11_autotuned import grouped_tile
 
@@ -97,10 +97,12 @@ def tma_views(a: torch.Tensor, b: torch.Tensor):
     """(a_s, b_s, layout, refresh) for the Triton kernel: the row-major matrices (or batches of them) TMA
     reads, each operand itself or, for a transposed view, the matrix it views (layout: {"A_T": True} and/or {"B_T": True}), each
     zero-padded to a 16-byte row pitch where it is not one (refresh() copies the operands into the padded
-    ones: call it inside the timed run). The padding lies past K or past M or N, where it adds nothing."""
+    ones: call it inside the timed run). The padding lies past K or past M or N, where it adds nothing.
+    An fp8 B of one row or column, both row-major and a transposed view, is read as the latter (K-major)."""
     stored, layout, copies = [], {}, []
     for flag, t in (("A_T", a), ("B_T", b)):
-        transposed = layout_of(t) == "t"  # row-major matrices or transposed views (a batch may be strided)
+        # row-major matrices or transposed views (a batch may be strided)
+        transposed = layout_of(t) == "t" or (flag == "B_T" and t.dtype == torch.float8_e4m3fn and reads_as(t, "t"))
         s = t.mT if transposed else t
         if transposed:
             layout[flag] = True
@@ -179,7 +181,8 @@ def tma_persistent_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False,
     A_3D: tl.constexpr = False, B_3D: tl.constexpr = False, products=1, stride_cb=0,
-    bias_ptr=None, BIAS: tl.constexpr = False, ACTIVATION: tl.constexpr = "",
+    bias_ptr=None, BIAS: tl.constexpr = False, ACTIVATION: tl.constexpr = "", scales_ptr=None,
+    SCALED: tl.constexpr = False,
 ):
     # ---- 1. this program's tiles: pid, pid + programs, ..., over every product of a batch, each mapped in
     #         grouped order (FLATTEN, v15: the tile loop and the k-loop software-pipelined as one) ----
@@ -198,9 +201,12 @@ def tma_persistent_kernel(
             b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, B_T, B_3D)
             # ---- 3. multiply (wgmma on Hopper) ----
             acc = tl.dot(a, b, acc)
-        # ---- 4. the epilogue on the fp32 accumulators (v17: + bias, a row vector read once per column block,
-        #         then ReLU or GELU), then write back, rounded to C's type: masked stores, or (C_BY_TMA, v15) two
-        #         TMA stores of half a tile each, clipped at the edges (C's rows must be 16-byte aligned) ----
+        # ---- 4. the epilogue on the fp32 accumulators (v19: × s_A·s_B; v17: + bias, a row vector read once per
+        #         column block, then ReLU or GELU), then write back, rounded to C's type: masked stores, or
+        #         (C_BY_TMA, v15) two TMA stores of half a tile each, clipped at the edges (C's rows must be
+        #         16-byte aligned) ----
+        if SCALED:
+            acc *= tl.load(scales_ptr) * tl.load(scales_ptr + 1)
         if BIAS:
             offs_bias = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
             acc += tl.load(bias_ptr + offs_bias, mask=offs_bias < N, other=0.0).to(tl.float32)[None, :]

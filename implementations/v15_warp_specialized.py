@@ -71,7 +71,8 @@ from .v11_autotuned import launch_config as launch_pointer_config
 from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, operand_box, operand_descriptors,
                              padded_rows, sm_count, tma_views, zero_product)
 
-BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one)
+BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one); BK of 16-bit operands
+INPUTS = {torch.float16: 0, torch.bfloat16: 1, torch.float8_e4m3fn: 2}  # the kernel's INPUT (fp8: v19)
 
 
 class Tile(NamedTuple):
@@ -94,7 +95,7 @@ class Tile(NamedTuple):
         `epilogue` (a C++ type: v17 instantiates this kernel with its own) before it stores C, its tiles laid over
         `groups` (a C++ template: v18's ragged groups of A's rows)."""
         a_t, b_t = (int(op == "t") for op in layout)
-        return f"warp_specialized<{IS_BF16[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue},{groups}>"
+        return f"warp_specialized<{INPUTS[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue},{groups}>"
 
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
@@ -152,6 +153,7 @@ class TmaProblem(NamedTuple):
     a_step: int  # 1: A is a batch; 0: one A shared by the batch (always read as matrix 0)
     b_step: int
     layout: str
+    dtype: torch.dtype  # the operands'
 
 
 def v15_boxes(a_t: bool, b_t: bool) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -172,7 +174,7 @@ def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion:
             for stored, box in zip((a_s, b_s), boxes(*(op == "t" for op in layout)))]
     products = c.shape[0] if c.dim() == 3 else 1
     problem = TmaProblem(*maps, c.shape[-2], c.shape[-1], a.shape[-1], products, int(a.dim() == 3),
-                         int(b.dim() == 3), layout)
+                         int(b.dim() == 3), layout, a.dtype)
     return problem, refresh
 
 
@@ -194,7 +196,7 @@ def launch_candidates(problem: TmaProblem, c, tiles, source: CudaSource = KERNEL
     """{tile: launch_candidate(...)} for these tiles, their kernels compiled side by side first: each launch
     asks the driver how many of its clusters fit (resident_clusters), which needs the compiled kernel."""
     groups = "NoGroups" if offsets is None else "Groups"
-    source.compile([t.kernel(c.dtype, problem.layout, epilogue, groups) for t in tiles], c.device.index)
+    source.compile([t.kernel(problem.dtype, problem.layout, epilogue, groups) for t in tiles], c.device.index)
     return {tile: launch_candidate(problem, c, tile, source=source, epilogue=epilogue, offsets=offsets, **options)
             for tile in tiles}
 
@@ -202,7 +204,7 @@ def launch_candidates(problem: TmaProblem, c, tiles, source: CudaSource = KERNEL
 def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = None,
                      timeline: torch.Tensor | None = None, epilogue: str = "NoEpilogue",
                      bias: torch.Tensor | None = None, source: CudaSource = KERNELS,
-                     offsets: torch.Tensor | None = None):
+                     offsets: torch.Tensor | None = None, scales: torch.Tensor | None = None):
     """One CUDA candidate on a problem's prepared tensor maps (the search times these; the tests check each).
 
     The persistent grid has as many clusters as can be resident at once (at most one per cluster tile, or
@@ -214,10 +216,11 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     `offsets`: a grouped product's (v18: its .cu maps the tiles to `problem.products` ragged groups of A's rows,
     the group ends read on the device); the grid is then as large as the most cluster tiles M rows in that many
     groups can have, so that the launch needs no group sizes from the device.
+    `scales`: fp8 operands' (s_A, s_B) (v19: the kernel multiplies the accumulators by their product).
     """
     check_bias(bias, c, problem.N, epilogue != "NoEpilogue")  # the kernel reads N elements of it, or none
     smem = shared_bytes(tile)
-    kernel = tile.kernel(c.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
+    kernel = tile.kernel(problem.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
     if clusters is None:
         clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
     if offsets is None:
@@ -243,10 +246,12 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
         bias = torch.empty(0, device=c.device, dtype=c.dtype)  # a null pointer: the default epilogue reads none
     if offsets is None:
         offsets = torch.empty(0, device=c.device, dtype=torch.int32)  # a null pointer: NoGroups reads none
+    if scales is None:
+        scales = torch.empty(0, device=c.device, dtype=torch.float32)  # a null pointer: 16-bit operands read none
     sizes = (problem.M, problem.N, problem.K, problem.products, problem.a_step, problem.b_step)
     return bind(source, kernel, (clusters * tile.CLUSTER_M,), (tile.threads,),
                 (problem.a_map, problem.b_map, c_map, c, *map(np.int32, sizes), c_by_tma, partials, flags, timeline,
-                 bias, offsets),
+                 bias, offsets, scales),
                 shared_mem=smem)
 
 

@@ -274,6 +274,32 @@ __device__ __forceinline__ void wgmma_m64nk16(float (&d)[R], u64 a, u64 b, int a
     }
 }
 
+// D (64×N, fp32) += A (64×32, fp8 e4m3) · B (32×N, e4m3), both in shared memory and K-major: fp8 wgmma has
+// no transpose immediates. A k32 step reads 32 bytes of each operand's rows, as a 16-bit k16 step does. The
+// tensor core adds each step's products to D keeping about 14 bits of them (fast accumulation).
+#define TVC_WGMMA_E4M3(N, R, REGS, ACC, A, B, ACCUMULATE)                                                        \
+    __device__ __forceinline__ void wgmma_m64n##N##k32_e4m3(float (&d)[R], u64 a, u64 b, int accumulate) {      \
+        asm volatile("{\n.reg .pred acc;\nsetp.ne.b32 acc, " ACCUMULATE ", 0;\n"                                  \
+                     "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " A ", " B ", acc, 1, 1;\n}\n" \
+                     : ACC : "l"(a), "l"(b), "r"(accumulate));                                                  \
+    }
+TVC_WGMMA_E4M3(64, 32, TVC_REGS32, TVC_ACC32, "%32", "%33", "%34")
+TVC_WGMMA_E4M3(128, 64, TVC_REGS64, TVC_ACC64, "%64", "%65", "%66")
+TVC_WGMMA_E4M3(256, 128, TVC_REGS128, TVC_ACC128, "%128", "%129", "%130")
+
+// Any of the three, by the accumulator count: 128 registers are m64n256k32, 64 m64n128k32, 32 m64n64k32.
+template <int R>
+__device__ __forceinline__ void wgmma_m64nk32_e4m3(float (&d)[R], u64 a, u64 b, int accumulate) {
+    static_assert(R == 128 || R == 64 || R == 32, "m64n256k32, m64n128k32 or m64n64k32");
+    if constexpr (R == 128) {
+        wgmma_m64n256k32_e4m3(d, a, b, accumulate);
+    } else if constexpr (R == 64) {
+        wgmma_m64n128k32_e4m3(d, a, b, accumulate);
+    } else {
+        wgmma_m64n64k32_e4m3(d, a, b, accumulate);
+    }
+}
+
 // D (64×N, fp32) += A (64×8, tf32, from registers) · B (8×N, tf32, K-major in shared memory), N = 256, 128 or
 // 64. tf32 wgmma reads a shared-memory operand K-major only (the transpose immediates exist for 16-bit
 // types alone); an operand in registers has no such restriction. Thread t of the warpgroup holds A at

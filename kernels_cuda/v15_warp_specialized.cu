@@ -2,12 +2,13 @@
 // warpgroups that only multiply, registers moved from the first to the others (setmaxnreg), 128×256
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
-// C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C row-major in the input type. A is
-// row-major, or (A_T) the transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one.
+// C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C row-major in the input type; or (INPUT
+// = E4M3, v19) fp8 e4m3 in, C = s_A·s_B·(A·B) in bf16, `scales` = (s_A, s_B). A is row-major, or (A_T) the
+// transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one (fp8: A_T = 0, B_T = 1 only).
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <IS_BF16, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, A_T, B_T, Epilogue, Groups>; tile
-// 128×BN×64, BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64
+// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, A_T, B_T, Epilogue, Groups>, INPUT 0
+// fp16, 1 bf16, 2 e4m3; tile 128×BN×BK, BK = 64 (128 for fp8: a 128-byte row either way), BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64
 // (BN ≤ 128) for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads
 // (a producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
 // one per cluster tile, or SPLIT_K), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of
@@ -19,7 +20,7 @@
 // them (v17 instantiates this kernel with a bias and activations); `bias`: null, or N elements of C's type
 // when the epilogue adds one. `Groups` (default NoGroups: none, compiled to nothing) maps the tiles to ragged
 // groups of A's rows instead of `products` matrices (v18 instantiates it); `offsets`: null, or the groups'
-// end rows. Needs sm_90a.
+// end rows; `scales`: null, or fp8's (s_A, s_B). Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -73,8 +74,9 @@
 //     as in v14.
 #include "hopper.cuh"
 
-constexpr int V15_BK = 64;
-constexpr int V15_BOX_BYTES = 64 * 64 * 2;          // one 64 × 64 box of A or B: 8 KB
+constexpr int V15_E4M3 = 2;  // INPUT: fp8 operands (0: fp16, 1: bf16)
+constexpr int V15_ROW_BYTES = 128;  // a tile's rows along k: 64 16-bit or 128 fp8 elements, one swizzle row
+constexpr int V15_BOX_BYTES = 64 * V15_ROW_BYTES;  // one box of 64 such rows of A or B: 8 KB
 constexpr int V15_C_STAGE_BYTES = 2 * STAGE_BOX_BYTES;  // per consumer: 16 KB
 
 // A consumer warpgroup's 64×BN block of C (accumulators d, rows from row0, columns from col0 of matrix
@@ -323,18 +325,33 @@ struct Timeline {
     }
 };
 
-template <int IS_BF16, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K, int A_T,
+// One k-step of wgmma (32 bytes of each operand's rows): k16 of 16-bit operands (either major order), k32 of fp8.
+template <int INPUT, int R, int TRANS_A, int TRANS_B>
+__device__ __forceinline__ void wgmma_k_step(float (&d)[R], u64 a, u64 b, int accumulate) {
+    if constexpr (INPUT == V15_E4M3) {
+        wgmma_m64nk32_e4m3(d, a, b, accumulate);
+    } else {
+        wgmma_m64nk16<INPUT, R, TRANS_A, TRANS_B>(d, a, b, accumulate);
+    }
+}
+
+template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K, int A_T,
           int B_T, typename Epilogue = NoEpilogue, template <int, int, int, int> class Groups = NoGroups>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 && SPLIT_K == 1 ? 2 : 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
                      int* __restrict__ flags, unsigned long long* __restrict__ timeline,
-                     const unsigned short* __restrict__ bias, const int* __restrict__ offsets) {
+                     const unsigned short* __restrict__ bias, const int* __restrict__ offsets,
+                     const float* __restrict__ scales) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
     static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
-    constexpr int BK = V15_BK, CONSUMERS = BM / 64, B_BOXES = BN / 64, A_BYTES = BM * BK * 2, B_BYTES = BK * BN * 2;
+    static_assert(INPUT != V15_E4M3 || (!A_T && B_T), "fp8 wgmma reads both operands K-major: nt only");
+    constexpr bool FP8 = INPUT == V15_E4M3;
+    constexpr int IS_BF16 = INPUT != 0;  // C's type: fp16 for fp16, bf16 for bf16 and fp8
+    constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, CONSUMERS = BM / 64, B_BOXES = BN / 64;
+    constexpr int A_BYTES = BM * V15_ROW_BYTES, B_BYTES = BN * V15_ROW_BYTES;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, a C staging buffer per consumer (1024-byte
     //         aligned for the swizzle), barriers ----
     extern __shared__ unsigned char smem_raw[];
@@ -423,6 +440,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
         if constexpr (CONSUMERS == 2) setmaxnreg_inc<GROUPED ? 224 : 232>();  // 128 · 56 + 256 · 224 ≤ 64 K registers
         float d[BN / 2] = {};
+        const float scale = FP8 ? scales[0] * scales[1] : 1.0f;  // s_A·s_B, read once
         // Slot 0's descriptors; slot s and k-step kk only move the start address (shared memory < 256 KB:
         // the 14-bit address field cannot carry into the next). This warpgroup's 64 rows of A are the first
         // or second 8 KB of the tile either way: 64 K-major rows of 128 bytes, or one 64-row box (A_T).
@@ -430,7 +448,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         // apart, 8 k-rows 1024 bytes apart.
         const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * V15_BOX_BYTES, A_T ? V15_BOX_BYTES : 16, 1024);
         const u64 b_desc0 = smem_desc(b_tiles, B_T ? 16 : V15_BOX_BYTES, 1024);
-        // A k-step (16 k): 32 bytes along a K-major tile's rows, 16 rows (2048 bytes) down an M/N-major one.
+        // A k-step (16 k; fp8: 32): 32 bytes along a K-major tile's rows, 16 rows (2048 bytes) down an M/N-major one.
         constexpr int A_STEP = (A_T ? 16 * 128 : 32) / 16, B_STEP = (B_T ? 32 : 16 * 128) / 16;
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
         Timeline trace(timeline);
@@ -448,13 +466,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             for (int kb = kb0; kb < kb1; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
-                // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart) ----
+                // ---- 3. multiply: as v14, with n = BN (BN / 64 B boxes of 64 columns, 8 KB apart); a k-step is 32
+                //         bytes: 16 k of 16-bit operands, 32 of fp8 ----
                 const u64 a_desc = a_desc0 + s * (A_BYTES / 16), b_desc = b_desc0 + s * (B_BYTES / 16);
                 wgmma_fence();
 #pragma unroll
-                for (int kk = 0; kk < BK / 16; ++kk) {
-                    wgmma_m64nk16<IS_BF16, BN / 2, A_T, 1 - B_T>(d, a_desc + kk * A_STEP, b_desc + kk * B_STEP,
-                                                                   kb > kb0 || kk > 0);
+                for (int kk = 0; kk < K_STEPS; ++kk) {
+                    wgmma_k_step<INPUT, BN / 2, A_T, 1 - B_T>(d, a_desc + kk * A_STEP, b_desc + kk * B_STEP,
+                                                              kb > kb0 || kk > 0);
                 }
                 wgmma_commit();
                 // Release the previous k-block's slot, in every CTA of the cluster.
@@ -494,8 +513,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                                             &tickets[warpgroup - 1]))
                     return;
             }
-            // ---- 4. the epilogue in registers (v17's bias and activation; none here), then write back, while the
-            //         producer already fills the ring with the next tile ----
+            // ---- 4. the epilogue in registers (fp8's scales; v17's bias and activation; none here), then write
+            //         back, while the producer already fills the ring with the next tile ----
+            if constexpr (FP8) {
+#pragma unroll
+                for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
+            }
             apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
             const int row0 = groups.first_row() + tile_m * BM + (warpgroup - 1) * 64;
             // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored

@@ -57,10 +57,11 @@ def param_id(value):
 
 def candidate(a, b, launcher):
     """A Prepared for one autotune candidate: `launcher(c)` binds it to a, b and a fresh c."""
+    from implementations.core.check import output_dtype
     from implementations.core.registry import Prepared
 
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    c = torch.empty(*batch, a.shape[-2], b.shape[-1], device=a.device, dtype=a.dtype)
+    c = torch.empty(*batch, a.shape[-2], b.shape[-1], device=a.device, dtype=output_dtype(a.dtype))
     return Prepared(launcher(c), c)
 
 

@@ -18,11 +18,12 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 import torch
 
-from .check import EPILOGUES, Precision, check, make_bias, make_inputs, make_offsets, poison
+from .check import (EPILOGUES, PRECISIONS, Precision, check, make_bias, make_inputs, make_offsets, make_scales,
+                    output_dtype, poison)
 from .registry import Prepared
 from .search import TunedRun
 from .traffic import predicted_bytes
-from .validate import Refused, batch_of, check_bias, check_groups
+from .validate import Refused, batch_of, check_bias, check_groups, check_scales
 
 STATUS_OK = "ok"
 STATUS_WRONG = "WRONG"
@@ -230,7 +231,8 @@ def measure(
     `tile_of(run)`: the block tile the prepared run computes with (asked after the first call, when an
     autotuned run has chosen), for the traffic model. With an epilogue (C = act(A @ B + bias)), `prepare` is
     also given `epilogue=` and a fresh `bias=`; with `groups` (rows per group: a grouped product of M rows in
-    all), `offsets=` (check.make_offsets); `shared` ("a" or "b"): that operand is one matrix for the batch.
+    all), `offsets=` (check.make_offsets); `shared` ("a" or "b"): that operand is one matrix for the batch; with
+    scaled operands (fp8), `scales=` (check.make_scales).
     """
     M, N, K = shape
     result = Result(rung, name, config, impl, precision.name, M, N, K, seed=seed, inputs=inputs, layout=layout,
@@ -239,14 +241,17 @@ def measure(
     try:
         a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch, groups, shared)
         bias = make_bias(N, K, precision, device, seed, inputs) if EPILOGUES[epilogue].bias else None
+        scales = make_scales(precision, device, seed, inputs)
         problem = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias}
         if groups:
             problem["offsets"] = make_offsets(groups, device)
+        if scales is not None:
+            problem["scales"] = scales
         prepared = prepare(a, b, **problem)
         poison(prepared.out)
         kernel, first_s = _wall(prepared.run, device)
         outcome = check(prepared.out.to(a.device), a, b, precision, exact, epilogue, bias, prepared.product_rounded,
-                        groups)
+                        groups, scales)
         if device.type == "cuda":  # the first call compiled (or loaded from disk cache) and ran; this one only runs
             _, second_s = _wall(prepared.run, device)
             result.compile_s = max(first_s - second_s, 0.0)
@@ -292,7 +297,7 @@ def measure(
     else:
         prepared.run()
     try:
-        again = recheck(prepared, (a, b), precision, device, seed, inputs, epilogue, bias, groups)
+        again = recheck(prepared, (a, b), precision, device, seed, inputs, epilogue, bias, groups, scales)
     except Exception as exc:
         result.status, result.note = STATUS_ERROR, f"checked ok, then failed on new inputs: {_one_line(exc)}"
         return result
@@ -310,9 +315,10 @@ def record_check(result: Result, outcome) -> None:
 
 def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precision: Precision,
             device: torch.device, seed: int, inputs: str, epilogue: str = "none", given_bias: torch.Tensor | None = None,
-            groups: tuple[int, ...] = ()):
+            groups: tuple[int, ...] = (), given_scales: torch.Tensor | None = None):
     """New inputs written into the operands the run reads (`given`, the ones it was prepared with, unless
-    it says otherwise) and into the bias it reads, the output poisoned, one more call, checked (the groups stay)."""
+    it says otherwise) and into the bias and scales it reads, the output poisoned, one more call, checked (the
+    groups stay)."""
     (M, K), N = given[0].shape[-2:], given[1].shape[-1]
     batch = 0 if groups else batch_of(*given)
     a, b = make_inputs(M, N, K, precision, device, seed + RECHECK_SEED, inputs, batch=batch, groups=groups)
@@ -323,10 +329,14 @@ def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precis
     if given_bias is not None:
         bias = make_bias(N, K, precision, device, seed + RECHECK_SEED, inputs)
         (prepared.bias if prepared.bias is not None else given_bias).copy_(bias)
+    scales = None
+    if given_scales is not None:
+        scales = make_scales(precision, device, seed + RECHECK_SEED, inputs)
+        (prepared.scales if prepared.scales is not None else given_scales).copy_(scales)
     poison(prepared.out)
     prepared.run()
     return check(prepared.out.to(a.device), a, b, precision, inputs == "integers", epilogue, bias,
-                 prepared.product_rounded, groups)
+                 prepared.product_rounded, groups, scales)
 
 
 RECHECK_SEED = 1_000_003  # the second check's inputs: the case's seed plus this
@@ -375,15 +385,21 @@ GROUPS_LOOP = "torch.matmul per group"  # the cuBLAS baseline of a grouped produ
 
 def _output(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     batch = torch.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    return torch.empty((*batch, a.shape[-2], b.shape[-1]), dtype=a.dtype, device=a.device)
+    return torch.empty((*batch, a.shape[-2], b.shape[-1]), dtype=output_dtype(a.dtype), device=a.device)
+
+
+SCALED_MM = "torch._scaled_mm(use_fast_accum=True)"  # the cuBLAS baseline of fp8 operands
 
 
 def cublas_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,
-                   offsets: torch.Tensor | None = None) -> Prepared:
+                   offsets: torch.Tensor | None = None, scales: torch.Tensor | None = None) -> Prepared:
     """The baseline: cuBLAS through torch into a preallocated output (CUBLAS_CALLS): transposed views are
     read in place, a batch through the batched GEMM; with an epilogue, one call with it fused (2-D only); a
-    grouped product (offsets) as the loop torch code writes, one torch.matmul per non-empty group."""
+    grouped product (offsets) as the loop torch code writes, one torch.matmul per non-empty group; fp8 operands
+    (scales) through cuBLASLt's fp8 GEMM (scaled_mm_prepare)."""
     epi = EPILOGUES[epilogue]
+    if a.dtype == PRECISIONS["fp8"].dtype:
+        return scaled_mm_prepare(a, b, epilogue, scales)
     if offsets is not None:
         return _group_loop(a, b, offsets)
     c = _output(a, b)
@@ -402,6 +418,35 @@ def cublas_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bia
             torch._addmm_activation(bias, a, b, use_gelu=epi.activation == "gelu", out=c)
 
     return Prepared(run, c, (a, b))
+
+
+def scaled_mm_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str, scales: torch.Tensor | None) -> Prepared:
+    """fp8: torch._scaled_mm, cuBLASLt's fp8 GEMM, with the tensor cores' own accumulation (use_fast_accum, what
+    the rungs do too) and bf16 output. It reads A row-major and B K-major (a transposed view, nt) only: other
+    layouts are copied to those inside the timed call, and the result says so."""
+    check_scales(scales, a, True)
+    if a.dim() != 2 or b.dim() != 2 or epilogue != "none":
+        raise Refused(f"{SCALED_MM} multiplies two matrices without an epilogue here (no batch, no bias)")
+    if a.device.type != "cuda":
+        raise Refused("torch._scaled_mm needs a CUDA device")
+    c = _output(a, b)
+    a_in = a if a.is_contiguous() else torch.empty(a.shape, dtype=a.dtype, device=a.device)
+    b_in = b if b.mT.is_contiguous() else torch.empty(b.mT.shape, dtype=b.dtype, device=b.device).mT
+    copies = [(dst, src) for dst, src in ((a_in, a), (b_in, b)) if dst is not src]
+    # cuBLASLt takes each scale through a pointer of its own, 16-byte aligned (a view of the second float is not)
+    held = torch.empty(8, dtype=torch.float32, device=a.device)
+    held[::4][:2].copy_(scales)
+    scale_a, scale_b = held[0:1], held[4:5]
+
+    def run():
+        for dst, src in copies:
+            dst.copy_(src)
+        torch._scaled_mm(a_in, b_in, scale_a, scale_b, out_dtype=c.dtype, use_fast_accum=True, out=c)
+
+    note = ("copies " + " and ".join(("A to row-major", "B to a transposed view")[i]
+                                     for i, (dst, src) in enumerate(((a_in, a), (b_in, b))) if dst is not src)
+            + " inside the timed call (cuBLASLt's fp8 GEMM reads nt only)") if copies else ""
+    return Prepared(run, c, (a, b), note, scales=held[::4][:2])
 
 
 def _group_loop(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> Prepared:
@@ -480,10 +525,12 @@ def unfused_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bi
 
 
 def cpu_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,
-                offsets: torch.Tensor | None = None) -> Prepared:
+                offsets: torch.Tensor | None = None, scales: torch.Tensor | None = None) -> Prepared:
     """The CPU baseline: torch on host copies of the operands (copied here, not in the timed call), the
     epilogue unfused (torch._addmm_activation on the CPU computes GELU in its erf form), a grouped product
     as the loop over its groups."""
+    if scales is not None:
+        raise Refused("torch has no fp8 matmul on the CPU")
     if offsets is not None:
         return _group_loop(a.cpu(), b.cpu(), offsets.cpu())
     host_bias = None if bias is None else bias.cpu()

@@ -36,6 +36,14 @@ Inputs (a seed per case, recorded with every result, replays it):
 The bias (make_bias) is drawn as a row of B is, times the power of two nearest sqrt(K), so that it is as
 large as a typical element of A @ B: a kernel that dropped it would fail.
 
+fp8 (e4m3 operands, each with a per-tensor fp32 scale, bf16 output): C = s_A·s_B·(A @ B), the reference
+from the stored e4m3 values, so the operands are exact (a product of two e4m3 values is exact in fp32) and
+u_in is the fp32 multiply by the scales. The accumulation is not fp32's: Hopper's fp8 tensor cores keep
+about 14 bits when a wgmma adds its k32 block of products to the accumulator (DeepSeek-V3's report,
+section 3.3.2; what cuBLASLt calls fast accumulation, and Triton's default on sm_90). A truncation to 14
+bits errs by 2^-13, K/32 times: u_acc = 2^-13 / 32 per term of the sum. The scales (make_scales) are
+random, not powers of two, except with integer inputs, where powers of two keep the output exact.
+
 Groups (mixture-of-experts, `groups`: rows per group): A holds every group's rows, one after another,
 and B one matrix per group; C[rows of g] = A[rows of g] @ B[g]. Each element is still one K-term sum,
 so both bounds stand as they are; the reference and |A|·|B| are taken group by group.
@@ -52,7 +60,8 @@ import torch.nn.functional as F
 FP32_UNIT_ROUNDOFF = 2.0**-24
 SAFETY = 2.0  # c above
 INPUTS = ("normal", "positive", "wide", "integers")
-WIDE_EXPONENTS = {"fp16": 4, "bf16": 8, "fp32": 8, "tf32": 8}  # 2^±e: fp16's C stays far below 65504
+WIDE_EXPONENTS = {"fp16": 4, "bf16": 8, "fp32": 8, "tf32": 8, "fp8": 4}  # 2^±e: fp16's C stays below 65504,
+# fp8's operands below e4m3's 448
 INTEGER_RANGE = 4  # integers in [-4, 4]: products <= 16, sums exact in fp32 up to K = 2^20
 
 
@@ -63,7 +72,13 @@ class Precision:
     u_in: float  # rounding of each operand inside the matrix unit (0: used exactly)
     u_out: float  # rounding of C to its dtype
     description: str
-    u_acc: float = FP32_UNIT_ROUNDOFF  # every rung accumulates in fp32
+    u_acc: float = FP32_UNIT_ROUNDOFF  # fp32 accumulation (fp8: see above)
+    out_dtype: torch.dtype | None = None  # C's dtype, when it is not the operands'
+    scaled: bool = False  # C = s_A·s_B·(A @ B), a per-tensor scale with each operand (make_scales)
+
+    @property
+    def c_dtype(self) -> torch.dtype:
+        return self.out_dtype or self.dtype
 
     def bound(self, K: int) -> float:
         """The normwise bound."""
@@ -81,7 +96,7 @@ class Precision:
     def underflow(self) -> float:
         """Half the spacing of the output dtype's subnormals: rounding a result below its normal range (GELU far
         below zero) errs by this much at most, not by u_out relative."""
-        info = torch.finfo(self.dtype)
+        info = torch.finfo(self.c_dtype)
         return info.smallest_normal * info.eps / 2
 
 
@@ -92,8 +107,33 @@ PRECISIONS = {
         Precision("tf32", torch.float32, 2.0**-11, FP32_UNIT_ROUNDOFF, "fp32 operands rounded to tf32 in tensor cores"),
         Precision("fp16", torch.float16, 0.0, 2.0**-11, "fp16 operands, fp32 accumulation, fp16 output"),
         Precision("bf16", torch.bfloat16, 0.0, 2.0**-8, "bf16 operands, fp32 accumulation, bf16 output"),
+        Precision("fp8", torch.float8_e4m3fn, FP32_UNIT_ROUNDOFF, 2.0**-8,
+                  "e4m3 operands with per-tensor scales, fast accumulation, bf16 output", u_acc=2.0**-13 / 32,
+                  out_dtype=torch.bfloat16, scaled=True),
     )
 }
+
+
+def output_dtype(dtype: torch.dtype) -> torch.dtype:
+    """C's dtype for operands of this dtype: bf16 for fp8 (as torch._scaled_mm writes it), else the same."""
+    return torch.bfloat16 if dtype == PRECISIONS["fp8"].dtype else dtype
+
+
+SCALES_SEED = 15_485_863  # the scales' seed: the case's seed plus this
+
+
+def make_scales(precision: Precision, device, seed: int, kind: str = "normal") -> torch.Tensor | None:
+    """The per-tensor scales (s_A, s_B) of a scaled precision (fp8), as one contiguous fp32 tensor of two, or
+    None for the others: uniform on [0.25, 4), or (integer inputs) powers of two in that range, which keep
+    C = s_A·s_B·(A @ B) exact."""
+    if not precision.scaled:
+        return None
+    gen = torch.Generator(device="cpu").manual_seed(seed + SCALES_SEED)
+    if kind == "integers":
+        scales = torch.randint(-2, 2, (2,), generator=gen).float().exp2()
+    else:
+        scales = (torch.rand(2, generator=gen) * 4 - 2).exp2()
+    return scales.to(device)
 
 
 LAYOUTS = ("nn", "nt", "tn", "tt")  # op(A) then op(B): n as stored, t the transpose of what is stored
@@ -306,20 +346,34 @@ def parse_epilogue(name: str) -> Epilogue:
     return EPILOGUES[name]
 
 
+def scale_of(scales: torch.Tensor | None) -> float:
+    """s_A·s_B in float64 (1 without scales)."""
+    return 1.0 if scales is None else float(scales.double().prod())
+
+
 def reference(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,
-              groups: tuple[int, ...] = ()) -> torch.Tensor:
-    """act(A @ B + bias) in float64 on the operands' device (a batch of products for 3-D operands; with
-    `groups`, A's rows of each group times that group's B)."""
+              groups: tuple[int, ...] = (), scales: torch.Tensor | None = None) -> torch.Tensor:
+    """act(s_A·s_B·(A @ B) + bias) in float64 on the operands' device (a batch of products for 3-D operands; with
+    `groups`, A's rows of each group times that group's B; without scales, s_A·s_B = 1)."""
     if groups:
-        return EPILOGUES[epilogue].apply(by_group(lambda x, y: x.double() @ y.double(), a, b, groups), bias)
-    return EPILOGUES[epilogue].apply(a.double() @ b.double(), bias)
+        product = by_group(lambda x, y: x.double() @ y.double(), a, b, groups)
+    else:
+        product = a.double() @ b.double()
+    if scales is not None:
+        product *= scale_of(scales)
+    return EPILOGUES[epilogue].apply(product, bias)
 
 
-def magnitude(a: torch.Tensor, b: torch.Tensor, groups: tuple[int, ...] = ()) -> torch.Tensor:
-    """|A| @ |B| in float64: the sum of the absolute products behind each element (group by group)."""
+def magnitude(a: torch.Tensor, b: torch.Tensor, groups: tuple[int, ...] = (),
+              scales: torch.Tensor | None = None) -> torch.Tensor:
+    """s_A·s_B·(|A| @ |B|) in float64: the sum of the absolute products behind each element (group by group)."""
     if groups:
-        return by_group(lambda x, y: x.double().abs() @ y.double().abs(), a, b, groups)
-    return a.double().abs() @ b.double().abs()
+        size = by_group(lambda x, y: x.double().abs() @ y.double().abs(), a, b, groups)
+    else:
+        size = a.double().abs() @ b.double().abs()
+    if scales is not None:
+        size *= abs(scale_of(scales))
+    return size
 
 
 def poison(c: torch.Tensor) -> None:
@@ -383,13 +437,13 @@ def compare(c: torch.Tensor, ref: torch.Tensor, bound: float) -> CheckOutcome:
 
 def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precision, exact: bool = False,
           epilogue: str = "none", bias: torch.Tensor | None = None, product_rounded: bool = False,
-          groups: tuple[int, ...] = ()) -> CheckOutcome:
-    """C against act(A @ B + bias): normwise and componentwise (exact: C must be the float64 result rounded to
+          groups: tuple[int, ...] = (), scales: torch.Tensor | None = None) -> CheckOutcome:
+    """C against act(s_A·s_B·(A @ B) + bias): normwise and componentwise (exact: C must be the float64 result rounded to
     C's dtype, where the epilogue keeps integer inputs exact). product_rounded: C was computed as act(fl(A @ B) +
     bias), A @ B rounded to C's dtype first (an unfused sequence): one more rounding, never exact. `groups`: rows
-    per group (see above)."""
+    per group (see above); `scales`: (s_A, s_B) of a scaled precision (fp8)."""
     epi = EPILOGUES[epilogue]
-    pre = reference(a, b, "bias" if epi.bias else "none", bias, groups)
+    pre = reference(a, b, "bias" if epi.bias else "none", bias, groups, scales)
     ref = epi.activate(pre)
     K = a.shape[-1] + epi.bias  # the bias is one more term of the sum
     normwise = compare(c, ref, precision.bound(K))
@@ -401,7 +455,7 @@ def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precisio
         limit = torch.zeros_like(ref)
         outside = got != ref.to(c.dtype).double()
     else:
-        size = magnitude(a, b, groups)
+        size = magnitude(a, b, groups, scales)
         if epi.bias:
             size += bias.double().abs()  # in place: the check's float64 M×N tensors are what limits the size
         limit = precision.limits(K, size, ref, epi.slope, epi.evaluation(pre))

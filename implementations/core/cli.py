@@ -82,11 +82,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", type=parse_sizes, default=None, metavar="LIST",
                    help=f"N for N³ or MxNxK, comma-separated (default: {DEFAULT_GPU_SIZES} on a GPU, "
                         f"{DEFAULT_CPU_SIZES} in the interpreter)")
-    p.add_argument("--layout", type=parse_layouts, default=("nn",), metavar="LIST",
+    p.add_argument("--layout", type=parse_layouts, default=None, metavar="LIST",
                    help="C = op(A) @ op(B), op(A) then op(B): n as stored row-major, t a transposed view of a "
                         "row-major matrix; comma-separated from nn, nt, tn, tt. cuBLAS reads the views in place; a rung "
                         "reads the layouts it declares (--list) in place and copies the others inside its timed "
-                        "call, saying so (default: nn)")
+                        "call, saying so (default: nn; with --dtype fp8 nt, the layout fp8 tensor cores read)")
     p.add_argument("--batch", type=positive(int), default=0, metavar="B",
                    help="B products of the --sizes matrices each, in one call (cuBLAS: torch.matmul on 3-D "
                         "operands, its batched GEMM); a rung without a batched kernel launches once per matrix "
@@ -273,7 +273,7 @@ def measure_task(task: Task, dtype: str, precision, device: torch.device, seed: 
                  inputs: str = "normal") -> bench.Result:
     """One task checked and timed; ratios: the baselines' times at this size measured so far ({impl}_ms)."""
     v = task.variant
-    rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups)) if v is None else (v.tag, v.name)
+    rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups), dtype) if v is None else (v.tag, v.name)
     problem = {"inputs": inputs, "layout": task.layout, "batch": task.batch, "epilogue": task.epilogue,
                "shared": task.shared}
     reason = skip_reason(task, dtype, device, cpu_limit_s)
@@ -328,7 +328,7 @@ def measure_isolated(worker: isolation.Worker, task: Task, dtype: str, seed: int
     if outcome.kind == "ok":
         return outcome.value
     v = task.variant
-    rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups)) if v is None else (v.tag, v.name)
+    rung, name = baseline_label(task.impl, task.epilogue, bool(task.groups), dtype) if v is None else (v.tag, v.name)
     result = bench.Result(rung, name, config_label(task.config), task.impl, dtype, *task.shape, seed=seed,
                           layout=task.layout, batch=task.batch, epilogue=task.epilogue,
                           groups=bench.groups_text(task.groups), shared=task.shared)
@@ -469,6 +469,13 @@ def main(argv: list[str] | None = None) -> int:
             print(shapes.listing())
             return 0
         args.sizes = shapes.run_sizes(args.shapes)
+    if args.layout is None:
+        args.layout = ("nt",) if args.dtype == "fp8" else ("nn",)
+    if args.dtype == "fp8" and (args.epilogue != ("none",) or args.groups is not None or args.distributed
+                                or args.nproc):
+        print("--dtype fp8 runs single products and batches, without --epilogue, --groups, --distributed or --nproc",
+              file=sys.stderr)
+        return 2
     if args.epilogue != ("none",) and (args.nproc or args.distributed or args.sanitize or args.ncu):
         print("--epilogue runs in the single-GPU comparison only, not with --distributed, --nproc, --sanitize or "
               "--ncu", file=sys.stderr)
@@ -516,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(exc, file=sys.stderr)
         return 2
-    refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].dtype, device, args.batch,
+    refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].c_dtype, device, args.batch,
                                   groups=len(groups[0]) if groups else 0)
     if refusal:
         print(refusal, file=sys.stderr)

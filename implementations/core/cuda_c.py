@@ -273,12 +273,12 @@ def function_pointer(kernel) -> int:
 
 
 def tensor_map(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256) -> np.void:
-    """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major fp16, bf16 or fp32 matrix, or
-    a batch of them (3-D, each matrix row-major; the batch may be strided).
+    """A TMA tensor map (the driver's 128-byte CUtensorMap) for a row-major fp16, bf16, fp32 or fp8 (e4m3, as
+    bytes) matrix, or a batch of them (3-D, each matrix row-major; the batch may be strided).
 
     `box` = (columns, rows) of the tile one copy moves, innermost first (one matrix of a batch at a time:
     a 3-D map's box is columns × rows × 1, its coordinates column, row, matrix); a box row is at most 128
-    bytes (64 16-bit or 32 fp32 elements), swizzled in 128-byte patterns in shared memory, and parts of a
+    bytes (128 fp8, 64 16-bit or 32 fp32 elements), swizzled in 128-byte patterns in shared memory, and parts of a
     box outside the matrix read as zeros, never the next matrix's. TMA needs the row pitch (and a batch's
     matrix pitch) to be a multiple of 16 bytes (the launchers pad when not). `l2_promotion` (0, 64, 128
     or 256 bytes): how much L2 fetches from DRAM at once on a miss of a copy. Built by
@@ -289,11 +289,12 @@ def tensor_map(t: torch.Tensor, box: tuple[int, int], l2_promotion: int = 256) -
     size = t.element_size()
     types = {torch.float16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
              torch.bfloat16: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_BFLOAT16,
-             torch.float32: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32}
+             torch.float32: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_FLOAT32,
+             torch.float8_e4m3fn: driver.CUtensorMapDataType.CU_TENSOR_MAP_DATA_TYPE_UINT8}
     pitches = [stride * size for stride in reversed(t.stride()[:-1])]  # bytes, innermost first: row, matrix
     if (t.dtype not in types or t.dim() not in (2, 3) or t.stride(-1) != 1 or any(p % 16 or p <= 0 for p in pitches)
             or t.data_ptr() % 16):
-        raise ValueError("tensor_map takes a row-major fp16, bf16 or fp32 matrix (or a 3-D batch of them) whose "
+        raise ValueError("tensor_map takes a row-major fp16, bf16, fp32 or fp8 matrix (or a 3-D batch of them) whose "
                          "rows (and matrices) start 16 bytes apart or a multiple of that, none at a stride of 0; got "
                          f"{t.dtype} {tuple(t.shape)}, strides {t.stride()}")
     if box[0] * size > 128:

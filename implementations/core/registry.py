@@ -18,10 +18,10 @@ from typing import Any, NamedTuple
 
 import torch
 
-from .check import EPILOGUES, LAYOUTS, PRECISIONS, parse_epilogue
+from .check import EPILOGUES, LAYOUTS, PRECISIONS, output_dtype, parse_epilogue
 from .cuda_c import CudaSource
 from .search import Search
-from .validate import batch_of, check_bias, check_groups, check_operands
+from .validate import batch_of, check_bias, check_groups, check_operands, check_scales
 
 RUNG_MODULE = re.compile(r"v(\d{2})_([a-z][a-z0-9_]*)")
 RUNGS_PACKAGE = __package__.rpartition(".")[0]  # "implementations": the rung modules live at its top
@@ -32,7 +32,8 @@ LANGS = ("cuda", "triton")
 # only launches (what the timer times) and returns the compiled kernel (CuPy RawKernel, Triton
 # CompiledKernel, or None under the interpreter) so that the shared layer can report its resources.
 # With an epilogue other than "none" it is also given `epilogue=` (a name of check.EPILOGUES) and `bias=`; for a
-# grouped product (a 2-D A of every group's rows, a 3-D B of one matrix per group) `offsets=` (check_groups).
+# grouped product (a 2-D A of every group's rows, a 3-D B of one matrix per group) `offsets=` (check_groups); fp8
+# operands come with `scales=` (s_A, s_B: check.make_scales).
 Launcher = Callable[..., Callable[[], Any]]
 
 
@@ -40,7 +41,7 @@ class Prepared(NamedTuple):
     """A launch with everything allocated: `run()` computes `out` and returns the compiled kernel.
 
     `operands`: the tensors `run` reads A and B from when they are not the ones it was prepared with
-    (copies), so that the check can write fresh inputs into them and run it again; `bias` likewise."""
+    (copies), so that the check can write fresh inputs into them and run it again; `bias` and `scales` likewise."""
 
     run: Callable[[], Any]
     out: torch.Tensor
@@ -49,6 +50,7 @@ class Prepared(NamedTuple):
     bias: torch.Tensor | None = None  # the bias `run` reads, when it is not the one it was prepared with
     product_rounded: bool = False  # A @ B rounded to C's dtype before the epilogue (an unfused sequence)
     host_sync: str = ""  # why `run` cannot be captured in a CUDA graph (it reads device values on the host)
+    scales: torch.Tensor | None = None  # the scales `run` reads, when they are not the ones it was prepared with
 
 
 @dataclass(frozen=True)
@@ -67,7 +69,8 @@ class Variant:
     tile: tuple[int, int] | None = None
     searches: tuple[Search, ...] = ()  # a tuned rung's searches (core/search.py), one per language it tunes
     # The layouts (check.LAYOUTS) each language's kernel reads in place, by language; absent: row-major
-    # ("nn") only. Any other layout is copied to one it reads, inside the timed call, and the result says so.
+    # ("nn") only. Any other layout is copied to one it reads, inside the timed call, and the result says so
+    # (fp8's wgmma reads both operands K-major only: its rung reads nt alone).
     layouts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The languages whose kernel computes a whole batch in one launch; the others launch once per matrix
     # (inside the timed call, and the result says so).
@@ -91,9 +94,9 @@ class Variant:
         if unknown:
             raise ValueError(f"{self.module}: unknown epilogues {sorted(unknown)}; known: {', '.join(EPILOGUES)}")
         for lang, layouts in self.layouts.items():
-            if lang not in LANGS or "nn" not in layouts or set(layouts) - set(LAYOUTS):
-                raise ValueError(f"{self.module}: layouts maps a language ({', '.join(LANGS)}) to layouts of "
-                                 f"{', '.join(LAYOUTS)} including nn; got {lang!r}: {layouts!r}")
+            if lang not in LANGS or not layouts or set(layouts) - set(LAYOUTS):
+                raise ValueError(f"{self.module}: layouts maps a language ({', '.join(LANGS)}) to some of the layouts "
+                                 f"{', '.join(LAYOUTS)}; got {lang!r}: {layouts!r}")
 
     @property
     def stem(self) -> str:
@@ -125,7 +128,7 @@ class Variant:
 
     def prepare(self, lang: str, a: torch.Tensor, b: torch.Tensor, out: torch.Tensor | None = None,
                 epilogue: str = "none", bias: torch.Tensor | None = None, offsets: torch.Tensor | None = None,
-                **config: int) -> Prepared:
+                scales: torch.Tensor | None = None, **config: int) -> Prepared:
         """Validate, allocate and bind once; the returned `run` only launches (and does what the kernel
         cannot: the copies of a layout it does not read, a launch per matrix of a batch without a batched
         kernel; both inside the timed call, and named in `Prepared.note`).
@@ -135,6 +138,7 @@ class Variant:
         rows of a gathered C) instead of a new one. `epilogue`: C = act(A @ B + bias) (check.EPILOGUES), one the
         rung declares, with `bias` (N elements of the operands' dtype) where it adds one. `offsets`: a grouped
         product (C[rows of g] = A[rows of g] @ B[g]; validate.check_groups), in a language the rung declares grouped.
+        `scales`: fp8 operands' (s_A, s_B), C = s_A·s_B·(A @ B) in bf16 (validate.check_scales).
         """
         launcher = self.launcher(lang)
         M, N, K = check_operands(
@@ -144,6 +148,9 @@ class Variant:
             raise ValueError(f"{self.stem} fuses no {epilogue} epilogue; it applies {', '.join(self.epilogues)}")
         check_bias(bias, a, N, EPILOGUES[epilogue].bias)
         fused = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias.detach()}
+        check_scales(scales, a, a.dtype == PRECISIONS["fp8"].dtype)
+        if scales is not None:
+            fused["scales"] = scales
         if offsets is not None:
             check_groups(a, b, offsets)
             if lang not in self.grouped:
@@ -152,11 +159,11 @@ class Variant:
         batch = batch_of(a, b)
         batched = max(a.dim(), b.dim()) == 3 and offsets is None
         a, b = a.detach(), b.detach()
-        shape = (batch, M, N) if batched else (M, N)
+        shape, c_dtype = (batch, M, N) if batched else (M, N), output_dtype(a.dtype)
         if out is None:
-            c = torch.empty(shape, dtype=a.dtype, device=a.device)
-        elif out.shape != shape or out.dtype != a.dtype or out.device != a.device or not out.is_contiguous():
-            raise ValueError(f"out must be a contiguous {'×'.join(map(str, shape))} {a.dtype} tensor on {a.device}, "
+            c = torch.empty(shape, dtype=c_dtype, device=a.device)
+        elif out.shape != shape or out.dtype != c_dtype or out.device != a.device or not out.is_contiguous():
+            raise ValueError(f"out must be a contiguous {'×'.join(map(str, shape))} {c_dtype} tensor on {a.device}, "
                              f"got {tuple(out.shape)} {out.dtype} on {out.device}"
                              + ("" if out.is_contiguous() else ", not contiguous"))
         else:
@@ -164,11 +171,10 @@ class Variant:
         if M == 0 or N == 0 or (batched and batch == 0):  # nothing to compute (no rows: no group has any either)
             return Prepared(lambda: None, c, (a, b))
         layout, copied = self.read_layout(lang, a, b)
-        operands = tuple(torch.empty(t.shape, dtype=t.dtype, device=t.device) if name in copied else t
-                         for name, t in (("A", a), ("B", b)))
-        notes = [f"copies {' and '.join(copied)} to row-major inside the timed call ({self.stem} {lang} reads "
-                 f"{', '.join(self.layouts.get(lang, ('nn',)))} in place; this is {layout_of(a) + layout_of(b)})"
-                 ] if copied else []
+        operands = tuple(stored_as(t, layout[i]) if name in copied else t for i, (name, t) in enumerate((("A", a), ("B", b))))
+        notes = [f"copies {' and '.join(copy_text(name, layout[i]) for i, name in enumerate('AB') if name in copied)} "
+                 f"inside the timed call ({self.stem} {lang} reads {', '.join(self.layouts.get(lang, ('nn',)))} in "
+                 f"place; this is {layout_of(a) + layout_of(b)})"] if copied else []
         if not batched or lang in self.batched:
             launches = [launcher(*operands, c, **fused, **config)]
         else:
@@ -189,15 +195,14 @@ class Variant:
         return Prepared(run, c, (a, b), "; ".join(notes))
 
     def read_layout(self, lang: str, a: torch.Tensor, b: torch.Tensor) -> tuple[str, list[str]]:
-        """The layout the kernel will read and the operands ("A", "B") to copy to row-major for it: none when it
-        reads this layout in place, else the fewest copies that give one it reads (row-major always is)."""
+        """The layout the kernel will read and the operands ("A", "B") to copy for it (stored_as): none when it
+        reads this layout in place, else the fewest copies that give one it reads (its first, when both are copied)."""
         native = self.layouts.get(lang, ("nn",))
-        ops = layout_of(a), layout_of(b)
-        for copied in ([], ["A"], ["B"], ["A", "B"]):
-            layout = "".join("n" if name in copied else op for name, op in zip("AB", ops))
-            if layout in native and all(op for name, op in zip("AB", ops) if name not in copied):
-                return layout, copied
-        return "nn", ["A", "B"]
+        for copied in ([], ["A"], ["B"]):
+            for layout in native:
+                if all(reads_as(t, want) for name, t, want in zip("AB", (a, b), layout) if name not in copied):
+                    return layout, copied
+        return native[0], ["A", "B"]
 
     @property
     def triton_interpreted(self) -> bool:
@@ -216,20 +221,38 @@ class Variant:
         return sorted(found, key=lambda m: m.__name__)
 
     def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, epilogue: str = "none",
-               bias: torch.Tensor | None = None, offsets: torch.Tensor | None = None, **config: int) -> torch.Tensor:
+               bias: torch.Tensor | None = None, offsets: torch.Tensor | None = None,
+               scales: torch.Tensor | None = None, **config: int) -> torch.Tensor:
         """C = act(A @ B + bias) with this rung's `lang` kernel (C = A @ B without an epilogue; with `offsets`, the
-        grouped product)."""
-        prepared = self.prepare(lang, a, b, epilogue=epilogue, bias=bias, offsets=offsets, **config)
+        grouped product; fp8: C = s_A·s_B·(A @ B))."""
+        prepared = self.prepare(lang, a, b, epilogue=epilogue, bias=bias, offsets=offsets, scales=scales, **config)
         prepared.run()
         return prepared.out
 
 
+def stored_as(t: torch.Tensor, op: str) -> torch.Tensor:
+    """An empty operand of t's shape to copy t into: row-major (op "n") or a transposed view of a row-major
+    matrix (op "t": K-major for B)."""
+    if op == "n":
+        return torch.empty(t.shape, dtype=t.dtype, device=t.device)
+    return torch.empty(t.mT.shape, dtype=t.dtype, device=t.device).mT
+
+
+def copy_text(name: str, op: str) -> str:
+    return f"{name} to row-major" if op == "n" else f"{name} to a transposed view (its rows of K contiguous)"
+
+
 def layout_of(t: torch.Tensor) -> str:
-    """"n" for a row-major matrix (or batch of them), "t" for a transposed view of one, "" for other strides."""
+    """"n" for a row-major matrix (or batch of them), "t" for a transposed view of one, "" for other strides (a
+    matrix of one row or column is both: "n")."""
+    return "n" if reads_as(t, "n") else "t" if reads_as(t, "t") else ""
+
+
+def reads_as(t: torch.Tensor, op: str) -> bool:
+    """Whether a kernel can read t as op: "n" row-major (or a batch of such matrices), "t" a transposed view of
+    one."""
     matrix = t[0] if t.dim() == 3 and t.shape[0] else t
-    if matrix.is_contiguous():
-        return "n"
-    return "t" if matrix.mT.is_contiguous() else ""
+    return (matrix if op == "n" else matrix.mT).is_contiguous()
 
 
 @cache

@@ -161,11 +161,11 @@ BASELINE_PREPARE = {"cpu": bench.cpu_prepare, "cublas": bench.cublas_prepare, "u
 GROUPS_ONLY = ("grouped_mm", "loop_graph")
 
 
-def baseline_label(impl: str, epilogue: str = "none", grouped: bool = False) -> tuple[str, str]:
-    """A baseline's rung and name for this problem (the cuBLAS call differs by epilogue, and with groups)."""
+def baseline_label(impl: str, epilogue: str = "none", grouped: bool = False, dtype: str = "") -> tuple[str, str]:
+    """A baseline's rung and name for this problem (the cuBLAS call differs by epilogue, with groups and for fp8)."""
     rung, name = BASELINES[impl]
     if impl == "cublas":
-        name = bench.GROUPS_LOOP if grouped else bench.CUBLAS_CALLS[epilogue]
+        name = bench.SCALED_MM if dtype == "fp8" else bench.GROUPS_LOOP if grouped else bench.CUBLAS_CALLS[epilogue]
     return rung, name
 
 

@@ -84,6 +84,22 @@ def check_bias(bias, a: torch.Tensor, N: int, needed: bool) -> None:
                          + ("" if bias.is_contiguous() else ", not contiguous"))
 
 
+def check_scales(scales, a: torch.Tensor, needed: bool) -> None:
+    """The per-tensor scales of fp8 operands: a contiguous fp32 tensor (s_A, s_B) on the operands' device, given
+    for scaled operands and only for them."""
+    if not needed:
+        if scales is not None:
+            raise ValueError(f"scales were given, but {a.dtype} operands take none (fp8 operands do)")
+        return
+    if not isinstance(scales, torch.Tensor):
+        raise TypeError(f"{a.dtype} operands need their scales: a torch.Tensor (s_A, s_B), got "
+                        f"{type(scales).__name__}")
+    if scales.shape != (2,) or scales.dtype != torch.float32 or scales.device != a.device or not scales.is_contiguous():
+        raise ValueError(f"the scales must be a contiguous float32 tensor (s_A, s_B) on {a.device}; got "
+                         f"{tuple(scales.shape)} {scales.dtype} on {scales.device}"
+                         + ("" if scales.is_contiguous() else ", not contiguous"))
+
+
 def check_groups(a: torch.Tensor, b: torch.Tensor, offsets) -> tuple[int, ...]:
     """The rows of each group of a grouped product (A: every group's rows, one after another; B: one K×N matrix
     per group; offsets: torch._grouped_mm's, int32, each group's end row), or TypeError / ValueError saying what

@@ -32,14 +32,16 @@ def search_id(value):
     return param_id(value)
 
 
-def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False, layout="nn", batch=0):
+def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False, layout=None, batch=0):
+    """Each candidate checked on its own (on the first layout the rung reads in place, unless one is given)."""
+    layout = layout or variant.layouts.get(tuned.lang, ("nn",))[0]
     for cand in tuned.candidates:
         if skip(cand):
             continue
         result = bench.measure(
             rung=variant.tag, name=variant.name, config=tuned.describe(cand), impl=tuned.lang,
             precision=PRECISIONS[dtype], shape=shape, device=torch.device(device), seed=11, layout=layout, batch=batch,
-            prepare=lambda a, b, cand=cand: candidate(a, b, lambda c: tuned.one(a, b, c, cand)))
+            prepare=lambda a, b, cand=cand, **fused: candidate(a, b, lambda c: tuned.one(a, b, c, cand, **fused)))
         assert result.status == bench.STATUS_OK, (tuned.describe(cand), result.error, result.bound, result.note)
 
 
@@ -72,7 +74,8 @@ def test_a_real_search_reports_its_choice(variant, tuned, dtype, monkeypatch):
     if gpu_skip_reason(variant, tuned.lang, dtype):
         pytest.skip(gpu_skip_reason(variant, tuned.lang, dtype))
     monkeypatch.setenv(search.MODE_VARIABLE, "time")
-    result = checked_run(variant, tuned.lang, (512, 384, 256), "cuda", dtype)
+    layout = variant.layouts.get(tuned.lang, ("nn",))[0]  # read in place: the run is the search's own
+    result = checked_run(variant, tuned.lang, (512, 384, 256), "cuda", dtype, layout=layout)
     assert result.status == bench.STATUS_OK, result.note
     searched = re.search(r"\((\d+) candidates,", result.note)  # a rung may offer a problem only some of them
     assert searched and 2 <= int(searched.group(1)) <= len(tuned.candidates), result.note
@@ -80,7 +83,7 @@ def test_a_real_search_reports_its_choice(variant, tuned, dtype, monkeypatch):
     assert any(result.note.startswith(f"autotuned: {tuned.describe(c)}, ") for c in tuned.candidates), result.note
     tuned.choices.clear()
     monkeypatch.setattr(search, "time_candidates", lambda runs: pytest.fail("searched again"))
-    again = checked_run(variant, tuned.lang, (512, 384, 256), "cuda", dtype)
+    again = checked_run(variant, tuned.lang, (512, 384, 256), "cuda", dtype, layout=layout)
     assert again.status == bench.STATUS_OK, again.note
     assert again.note.split(" (")[0] == result.note.split(" (")[0], (result.note, again.note)
     assert "from the tuning cache" in again.note, again.note

@@ -38,7 +38,7 @@ def test_parse_impls():
 @pytest.mark.parametrize("argv, message", [
     (["--rungs", "42"], "no rung matches '42'"),
     (["--sizes", "12x4"], "neither N nor MxNxK"),
-    (["--dtype", "fp8"], "invalid choice: 'fp8'"),
+    (["--dtype", "fp4"], "invalid choice: 'fp4'"),
     (["--impl", "opencl"], "comma-separated choice"),
     (["--min-runs", "0"], "must be positive"),
     (["--rep", "-5"], "must be positive"),

@@ -1,0 +1,15 @@
+// v19 fp8: v15's warp-specialized kernel on e4m3 operands, INPUT = 2 (V15_E4M3). Nothing here but the
+// instantiations the launcher names: warp_specialized<2, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM,
+// SPLIT_K, 0, 1> (nt: A row-major M×K, B the transpose of a row-major N×K, both K-major).
+//
+// C (M×N, bf16) = s_A·s_B·(A (M×K, e4m3) · B (K×N, e4m3)), `scales` = (s_A, s_B) in device memory (fp32).
+// What changes from the 16-bit kernel, all of it in v15_warp_specialized.cu under INPUT == V15_E4M3:
+//   - a tile's row along k is still 128 bytes, now 128 elements: BK = 128, the boxes 128 × 64, the shared
+//     memory, the swizzle and the descriptors byte for byte the same as for bf16;
+//   - a k-step is still 32 bytes: wgmma m64nNk32.f32.e4m3.e4m3 instead of m64nNk16, four per k-block;
+//   - fp8 wgmma has no transpose bits: both operands must be K-major in shared memory, so the kernel reads
+//     nt only (the shared layer copies other layouts into it);
+//   - the consumers multiply the accumulators by s_A·s_B (read once per launch) before rounding to bf16.
+// Everything else (roles, clusters, stream-K, split-K, the epilogue's stmatrix + TMA store) is v15's.
+// Needs sm_90a.
+#include "v15_warp_specialized.cu"
