@@ -349,7 +349,7 @@ def split_k_kernel(
     a_desc, b_desc, c_ptr, partials_ptr, counts_ptr, M, N, K, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False, A_3D: tl.constexpr = False,
-    B_3D: tl.constexpr = False, products=1, stride_cb=0,
+    B_3D: tl.constexpr = False, products=1, stride_cb=0, scales_ptr=None, SCALED: tl.constexpr = False,
 ):
     # ---- 1. this program's tile (axis 0, over every product of a batch) and its slice of k (axis 1) ----
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -370,8 +370,8 @@ def split_k_kernel(
         acc = tl.dot(a, b, acc)
     # ---- 4. the fp32 partial sum to this slice's place in the workspace; the tile's counter counts the slices
     #         done (release: the partial is visible before the count); the last slice adds all of them, in slice
-    #         order (the same sum whichever finishes last), writes C and sets the counter back to 0 for the
-    #         next launch ----
+    #         order (the same sum whichever finishes last), scales it (v19's fp8: × s_A·s_B), writes C and sets
+    #         the counter back to 0 for the next launch ----
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -385,14 +385,17 @@ def split_k_kernel(
         total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for s in tl.static_range(SPLIT_K):
             total += tl.load(first + s * slice_size, mask=inside, other=0.0, cache_modifier=".cg")
+        if SCALED:
+            total *= tl.load(scales_ptr) * tl.load(scales_ptr + 1)
         c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
         tl.store(counts_ptr + tile, 0)
 
 
-def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config):
+def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config, **extra):
     """`split_k_kernel` on TMA-ready operands (tma_views): a program per tile and slice of k, its own fp32
-    workspace (a tile per program) and zeroed counters (a launch leaves them zeroed)."""
+    workspace (a tile per program) and zeroed counters (a launch leaves them zeroed); `extra`: further
+    arguments (v19: the scales)."""
     split_k, block_m, block_n, block_k = (config.kwargs[k] for k in ("SPLIT_K", "BLOCK_M", "BLOCK_N", "BLOCK_K"))
     products = c.shape[0] if c.dim() == 3 else 1
     a_desc, b_desc, knobs = operand_descriptors(a_t, b_t, c, block_m, block_n, block_k, config.kwargs | layout)
@@ -401,7 +404,7 @@ def bind_split_k(a_t, b_t, c, M, N, K, layout, config: triton.Config):
     partials = torch.empty(grid[0] * split_k * block_m * block_n, device=c.device, dtype=torch.float32)
     counts = torch.zeros(grid[0], device=c.device, dtype=torch.int32)
     return prebound(split_k_kernel, grid, a_desc, b_desc, c, partials, counts, M, N, K, c.stride(-2),
-                    c.stride(-1), **knobs, num_warps=config.num_warps, num_stages=config.num_stages)
+                    c.stride(-1), **knobs, **extra, num_warps=config.num_warps, num_stages=config.num_stages)
 
 
 def few_tiles(M: int, N: int, products: int, device: torch.device) -> bool:

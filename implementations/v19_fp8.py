@@ -11,7 +11,7 @@ N×K, the nt layout (x @ W.T of an nn.Linear weight). Other layouts are copied i
 
 CUDA C and Triton side by side:
 
-| concept | CUDA C (v15's kernel, INPUT = E4M3) | Triton (v14's `tma_persistent_kernel`) |
+| concept | CUDA C (kernels_cuda/v19_fp8.cu: v15's kernel) | Triton (v14's `tma_persistent_kernel`) |
 |---|---|---|
 | operand type | `wgmma ... .e4m3.e4m3`, TMA as bytes | `float8e4nv` tensors, `tl.dot` |
 | k per stage | BK = 128: 128-byte rows, as bf16's 64 | BLOCK_K = 128 in the configs |
@@ -21,7 +21,7 @@ CUDA C and Triton side by side:
 | output | stmatrix of bf16 + TMA store | `acc.to(bf16)`, TMA stores |
 | accumulation | the tensor core's own (about 14 bits kept | the same: Triton's default on sm_90 |
 |  | per k32 step: "fast accumulation") | (`max_num_imprecise_acc` not set) |
-| search | v15's candidates, on fp8 kernels | its configs, BLOCK_K = 128 |
+| search | v15's candidates, on fp8 kernels | its configs, BLOCK_K = 128; v15's split-K kernel |
 
 What Triton does for you: the fp8 dot is `tl.dot` on fp8 tensors, and the transposed view of the N×K
 box is K-major without a word; in CUDA C the kernel must know that fp8 wgmma has no transpose bits (a
@@ -45,9 +45,9 @@ from .core.cuda_c import CudaSource
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
-from .v14_wgmma_tma import bind_configs, tma_persistent_kernel, zero_product
-from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, c_descriptor, few_tiles, launch_candidates
-from .v15_warp_specialized import tma_config, tma_problem
+from .v14_wgmma_tma import bind_tma_persistent, tma_persistent_kernel, tma_views, zero_product
+from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, bind_split_k, c_descriptor, few_tiles
+from .v15_warp_specialized import launch_candidates, tma_config, tma_problem
 
 FP8 = torch.float8_e4m3fn
 LAYOUTS = ("nt",)  # both operands K-major: fp8 wgmma has no transpose bits
@@ -90,21 +90,39 @@ TRITON_CONFIGS = (
     tma_config(128, 128, 128, 4, 4, FLATTEN=True),
     tma_config(64, 128, 128, 4, 4, FLATTEN=True),  # 64-row tiles: products (or batches of them) of few rows
     tma_config(64, 64, 128, 4, 6, FLATTEN=True),
+    tma_config(128, 64, 128, 4, 6, FLATTEN=True),  # 128 rows once: B read once where M is about 128 (skinny)
+)
+SPLIT_K_CONFIGS = (  # v15's split-K kernel, scaled: products of fewer tiles than SMs (decode)
+    tma_config(64, 128, 128, 4, 6, SPLIT_K=4),
+    tma_config(64, 128, 128, 4, 4, SPLIT_K=2),
 )
 
 
 def prepare_triton(a, b, c, configs, scales=None):
-    return bind_configs(a, b, c, configs, kernel=tma_persistent_kernel,
-                        extra=lambda config: c_descriptor(c, config) | {"scales_ptr": scales, "SCALED": True})
+    """(refresh, {config: launch}): the persistent kernel's configs and the split-K ones, scaling by `scales`."""
+    M, K = a.shape[-2:]
+    a_t, b_t, layout, refresh = tma_views(a, b)
+    scaled = {"scales_ptr": scales, "SCALED": True}
+    launches = {}
+    for config in configs:
+        if "SPLIT_K" in config.kwargs:
+            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config, **scaled)
+        else:
+            launches[config] = bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, **layout,
+                                                   **c_descriptor(c, config), **scaled, num_warps=config.num_warps,
+                                                   num_stages=config.num_stages)
+    return refresh, launches
 
 
-TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS, prepare_triton, tile=block_of, describe=describe_config)
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS, prepare_triton, tile=block_of,
+                       describe=describe_config)
 
 
 def fp8_triton(a, b, c, scales):
     if a.shape[-1] == 0:
         return zero_product(c)
-    return TRITON_SEARCH.tuned(a, b, c, scales=scales)
+    split = few_tiles(a.shape[-2], b.shape[-1], c.shape[0] if c.dim() == 3 else 1, a.device)
+    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ()), scales=scales)
 
 
 VARIANT = Variant(

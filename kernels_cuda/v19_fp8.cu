@@ -2,7 +2,8 @@
 // instantiations the launcher names: warp_specialized<2, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM,
 // SPLIT_K, 0, 1> (nt: A row-major M×K, B the transpose of a row-major N×K, both K-major).
 //
-// C (M×N, bf16) = s_A·s_B·(A (M×K, e4m3) · B (K×N, e4m3)), `scales` = (s_A, s_B) in device memory (fp32).
+// C (M×N) = A (M×K) · B (K×N) in e4m3, times s_A·s_B, written in bf16; `scales` = (s_A, s_B) in device
+// memory (fp32).
 // What changes from the 16-bit kernel, all of it in v15_warp_specialized.cu under INPUT == V15_E4M3:
 //   - a tile's row along k is still 128 bytes, now 128 elements: BK = 128, the boxes 128 × 64, the shared
 //     memory, the swizzle and the descriptors byte for byte the same as for bf16;

@@ -2,7 +2,8 @@
 # The fp8 rung (v19) on this GPU: its GPU tests (and v15's, whose kernel it instantiates), then compare.py at
 # 4096³, 8192x8192x4096 and 8192³ in nt (both operands K-major, what fp8 wgmma and cuBLASLt read), v19 in both
 # languages beside torch._scaled_mm, 3 rounds pooled. Logs and JSON go to $GPU_LOG_DIR (default ./gpu-logs).
-# PART=tests|compare runs one part (default: all); SIZES and TIMING change the comparison.
+# PART=tests|regress|compare runs one part (default: all); SIZES, TIMING and NAME (of the files) change the
+# comparison.
 #   GPU_LOG_DIR=/tmp/logs PART=compare TIMING=graph scripts/fp8_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -25,7 +26,7 @@ if run regress; then
         2>&1 | tail -n 15 | tee "$LOG_DIR/fp8_v15_pytest.log" || status=1
 fi
 if run compare; then
-    name="fp8_${TIMING}"
+    name=${NAME:-fp8_${TIMING}}
     python compare.py --dtype fp8 --rungs 19 --rounds 3 --sizes "$SIZES" --timing "$TIMING" \
         --json "$LOG_DIR/$name.json" --markdown "$LOG_DIR/$name.md" >"$LOG_DIR/$name.log" 2>&1 || status=1
     tail -n 40 "$LOG_DIR/$name.log"

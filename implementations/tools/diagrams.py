@@ -864,7 +864,7 @@ def cluster_multicast(variant: Variant) -> Diagram:
     B's column boxes rank, rank + CLUSTER_M, ... and TMA multicasts each into every CTA of the cluster."""
     module = sys.modules[variant.module]
     tile = module.CUDA_CANDIDATES[0]
-    (box, _) = cu_shape(variant, r"V15_BOX_BYTES = (\d+) \* (\d+) \* 2")
+    box = cu_constant(variant, "V15_ROW_BYTES") // 2  # a box's columns of 16-bit B: one 128-byte row
     BM, BK, BN, ranks = tile.BM, module.BK, tile.BN, tile.CLUSTER_M
     gap = BK / 2
     fig, axes = _figure(1, width=6.4, height=6.0)
@@ -1069,6 +1069,44 @@ def grouped_tiles(variant: Variant, routing: str = "mixtral") -> Diagram:
                                                           "BM": bm})
 
 
+def fp8_rows(variant: Variant) -> Diagram:
+    """v19: a tile's row along k is one 128-byte swizzle row (one TMA box row) for 16-bit and e4m3 operands
+    alike, and a wgmma k-step reads 32 bytes of it: 64 k of bf16 in four k16 steps, or 128 k of e4m3 in four
+    k32 steps. The widths are read from the kernel file v19's .cu includes (v15's)."""
+    text = variant.cuda_source.path.read_text()
+    kernel = variant.cuda_source.path.parent / re.search(r'#include "(v\d\d_\w+\.cu)"', text).group(1)
+    row = int(re.search(r"constexpr int V15_ROW_BYTES = (\d+);", kernel.read_text()).group(1))
+    step = int(re.search(r"K_STEPS = V15_ROW_BYTES / (\d+)", kernel.read_text()).group(1))
+    types = [("bf16 (v15)", 2, "k16"), ("e4m3 (v19)", 1, "k32")]
+    fig, axes = _figure(1, width=9, height=2.6)
+    ax = axes[0]
+    for y, (name, size, shape) in enumerate(types):
+        for s in range(row // step):
+            first, last = s * step // size, (s + 1) * step // size - 1
+            _box(ax, s * step, y + 0.15, step, 0.7, fill=MARK if s == 0 else FILLS[1 + s % 2],
+                 hatch=MARK_HATCH if s == 0 else None, lw=0.8, gid="k-step-mark" if s == 0 else f"k-step-{y}")
+            ax.text(s * step + step / 2, y + 0.5, f"k {first}-{last}", ha="center", va="center", fontsize=FONT,
+                    color="white" if s == 0 else "black",
+                    bbox={"facecolor": MARK if s == 0 else "white", "edgecolor": "none", "pad": 1})
+    ax.set_xlim(0, row)
+    ax.set_ylim(len(types), 0)
+    ax.set_yticks([i + 0.5 for i in range(len(types))],
+                  [f"{name}: {row // size} k, {row // step} × wgmma {shape}" for name, size, shape in types],
+                  fontsize=FONT)
+    ax.set_xlabel(f"bytes along one row of A's (or the N×K B's) tile in shared memory: one {row}-byte swizzle row",
+                  fontsize=FONT)
+    ax.tick_params(labelsize=FONT)
+    fig.suptitle(f"{variant.tag}: the same bytes per stage, twice the k", fontsize=FONT + 3)
+    caption = (f"{variant.tag}: one row of a tile along k, as TMA lays it into shared memory, for bf16 (v15) and e4m3 "
+               f"(v19), drawn from the kernel's constants, not measured. The row is {row} bytes either way (the "
+               f"128-byte swizzle, a box row of TMA), so the boxes, the ring of stages and the wgmma descriptors are "
+               f"the same byte for byte; each wgmma k-step (the first one dark) reads {step} bytes of it: 16 k of "
+               f"bf16 or 32 of e4m3. A stage carries {row // 2} k of bf16 or {row} of e4m3 for the same bytes, and "
+               f"fp8 wgmma runs at twice the rate: the data per stage is the same, the flops twice.")
+    return Diagram(f"{variant.tag}_rows", caption, fig, {"row_bytes": row, "step_bytes": step,
+                                                        "k_bf16": row // 2, "k_e4m3": row})
+
+
 DIAGRAMS: dict[str, Callable[[Variant], list[Diagram]]] = {
     "v01_naive": naive_access,
     "v02_coalesced": naive_access,
@@ -1088,6 +1126,7 @@ DIAGRAMS: dict[str, Callable[[Variant], list[Diagram]]] = {
     "v16_wgmma_tf32": v16,
     "v17_fused_epilogue": lambda v: [epilogue_traffic(v)],
     "v18_grouped": lambda v: [grouped_tiles(v)],
+    "v19_fp8": lambda v: [fp8_rows(v)],
 }
 
 

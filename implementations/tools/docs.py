@@ -56,7 +56,7 @@ from tabulate import tabulate
 
 from ..core import shapes as model_shapes
 from ..core.bench import STATUS_OK, STATUS_SKIPPED, Result
-from ..core.check import PRECISIONS
+from ..core.check import LAYOUTS, PRECISIONS
 from ..core.registry import all_variants
 from ..core.report import _ms, by_shape, csv_env_path, load_document, results_of
 from ..core.traffic import predicted_bytes
@@ -112,9 +112,10 @@ def short_label(r: Result) -> str:
 
 
 def size_label(size: str) -> str:
-    """4096x4096x4096 -> 4096³; a non-cube stays MxNxK."""
-    m, n, k = size.split("x")
-    return f"{m}³" if m == n == k else size
+    """4096x4096x4096 -> 4096³ (and "4096x4096x4096 nt" -> "4096³ nt"); a non-cube stays MxNxK."""
+    dims, _, rest = size.partition(" ")
+    m, n, k = dims.split("x")
+    return f"{m}³{' ' + rest if rest else ''}" if m == n == k else size
 
 
 def _num(value: float | None, fmt: str, scale: float = 1.0) -> str:
@@ -182,11 +183,16 @@ def shapes(source: str, ctx: Context) -> list[Shape]:
     wanted = [options[k] for k in ("size", "sizes") if k in options]
     if wanted:
         sizes = [s.strip() for s in ",".join(wanted).split(",")]
-        missing = set(sizes) - {s.size for s in found}
+
+        def asked(shape: Shape, size: str) -> bool:  # MxNxK names a size in one layout too ("... nt" for fp8)
+            dims, _, layout = shape.size.partition(" ")
+            return shape.size == size or (dims == size and layout in LAYOUTS)
+
+        missing = [size for size in sizes if not any(asked(s, size) for s in found)]
         if missing:
             raise DocsError(f"{source} has no results at {', '.join(sorted(missing))}; "
                             f"it has {', '.join(sorted({s.size for s in found}))}")
-        found = [s for s in found if s.size in sizes]
+        found = [s for s in found if any(asked(s, size) for size in sizes)]
     if "dtype" in options:
         found = [s for s in found if s.dtype == options["dtype"]]
     if not found:

@@ -140,4 +140,4 @@ def test_variant_refuses_badly_named_modules_and_unknown_dtypes():
     with pytest.raises(ValueError, match="vNN_name"):
         Variant("implementations.tiling", title="", dtypes=("fp32",), cuda=None, triton=None, cuda_source=None)
     with pytest.raises(ValueError, match="unknown dtypes"):
-        Variant("implementations.v99_x", title="", dtypes=("fp8",), cuda=None, triton=None, cuda_source=None)
+        Variant("implementations.v99_x", title="", dtypes=("fp4",), cuda=None, triton=None, cuda_source=None)

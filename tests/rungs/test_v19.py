@@ -34,8 +34,7 @@ def test_a_kernel_that_drops_the_scales_fails(device, monkeypatch):
     skip_unless_runnable(V19, "triton", "fp8", device)
 
     def unscaled(a, b, c, configs, scales=None):
-        return v19.bind_configs(a, b, c, configs, kernel=v19.tma_persistent_kernel,
-                                extra=lambda config: v19.c_descriptor(c, config))
+        return v19.prepare_triton(a, b, c, configs, torch.ones(2, device=a.device))
 
     monkeypatch.setattr(v19, "TRITON_SEARCH", dataclasses.replace(v19.TRITON_SEARCH, prepare=unscaled, choices={}))
     result = checked_run(V19, "triton", (33, 17, 47), device, "fp8", layout="nt")

@@ -114,7 +114,7 @@ def test_what_is_pointed_at_stays_apart_in_grey():
 
 
 def test_marked_elements_are_dark_in_every_picture(drawn):
-    marks = ("warp-mark", "lane-mark", "conflict", "race", "lost", "wave")
+    marks = ("warp-mark", "lane-mark", "conflict", "race", "lost", "wave", "k-step-mark")
     for found in drawn[0].values():
         for d in found:
             for gid in marks:
@@ -308,8 +308,8 @@ def test_the_tma_ring_has_the_rungs_stages_and_says_it_is_a_schedule(drawn, stem
 def test_v15_cluster_ranks_take_alternate_b_boxes(drawn):
     d = one(drawn, "v15_warp_specialized", "_cluster")
     tile = module("v15_warp_specialized").CUDA_CANDIDATES[0]
-    width = int(re.search(r"V15_BOX_BYTES = (\d+) \* \d+ \* 2", VARIANTS["v15_warp_specialized"].cuda_source.path
-                          .read_text()).group(1))
+    width = int(re.search(r"V15_ROW_BYTES = (\d+);", VARIANTS["v15_warp_specialized"].cuda_source.path
+                          .read_text()).group(1)) // 2  # 16-bit elements per box row
     boxes = sorted(patches(d.figure, "b-box"), key=lambda p: p.get_x())
     assert len(boxes) == tile.BN // width
     labels = sorted((t.get_position()[0], t.get_text()) for t in texts(d.figure.axes[0]) if t.get_text().startswith("box"))
@@ -416,3 +416,9 @@ def test_v18_counts_the_tiles_of_its_groups(drawn):
     assert d.facts["tiles"] == sum(-(-rows // bm) for rows in groups)
     assert d.facts["straddling"] == sum(rows % bm != 0 for rows in groups) == len(patches(d.figure, "straddling"))
     assert d.facts["padded"] == len(groups) * -(-max(groups) // bm) > d.facts["tiles"]
+
+
+def test_v19_rows_carry_twice_the_k_in_the_same_bytes(drawn):
+    d = one(drawn, "v19_fp8", "_rows")
+    assert d.facts == {"row_bytes": 128, "step_bytes": 32, "k_bf16": 64, "k_e4m3": 128}
+    assert len(patches(d.figure, "k-step-mark")) == 2  # the first k-step of each row
