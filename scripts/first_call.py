@@ -30,7 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from implementations import all_variants  # noqa: E402
 from implementations.core import search, tuning_cache  # noqa: E402
-from implementations.core.check import PRECISIONS, make_inputs  # noqa: E402
+from implementations.core.check import PRECISIONS, make_inputs, scales_argument  # noqa: E402
 from implementations.core.cli import COLD_CACHES  # noqa: E402
 from implementations.core.env import environment, set_cublas_math  # noqa: E402
 from implementations.core.tasks import Task, parse_rungs, parse_sizes, skip_reason  # noqa: E402
@@ -45,10 +45,12 @@ def first_call(module: str, lang: str, dtype: str, shape: tuple[int, int, int]) 
     search's report."""
     variant = importlib.import_module(module).VARIANT
     set_cublas_math(tf32=dtype == "tf32")
-    a, b = make_inputs(*shape, PRECISIONS[dtype], "cuda", seed=1)
+    layout = variant.layouts.get(lang, ("nn",))[0]  # one it reads in place (fp8: nt)
+    a, b = make_inputs(*shape, PRECISIONS[dtype], "cuda", seed=1, layout=layout)
+    scales = scales_argument(PRECISIONS[dtype], "cuda", 1)
     torch.cuda.synchronize()
     start = time.perf_counter()
-    prepared = variant.prepare(lang, a, b)
+    prepared = variant.prepare(lang, a, b, **scales)
     prepared.run()
     torch.cuda.synchronize()
     return {"seconds": time.perf_counter() - start, "choice": prepared.run.chosen()}

@@ -114,6 +114,12 @@ PRECISIONS = {
 }
 
 
+def scales_argument(precision: Precision, device, seed: int, kind: str = "normal") -> dict:
+    """{"scales": make_scales(...)} for a scaled precision (the keyword a launch of fp8 operands takes), else {}."""
+    scales = make_scales(precision, device, seed, kind)
+    return {} if scales is None else {"scales": scales}
+
+
 def output_dtype(dtype: torch.dtype) -> torch.dtype:
     """C's dtype for operands of this dtype: bf16 for fp8 (as torch._scaled_mm writes it), else the same."""
     return torch.bfloat16 if dtype == PRECISIONS["fp8"].dtype else dtype

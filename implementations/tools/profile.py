@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import torch
 
 from ..core.bench import _one_line, cublas_prepare
-from ..core.check import PRECISIONS, make_inputs
+from ..core.check import PRECISIONS, make_inputs, scales_argument
 from ..core import tasks
 from ..core.env import set_cublas_math
 from ..core.registry import Variant, config_label, select
@@ -90,10 +90,11 @@ def _record(task: tasks.Task, dtype: str) -> dict:
 
 
 def _prepare(task: tasks.Task, dtype: str, device: torch.device, seed: int):
-    a, b = make_inputs(*task.shape, PRECISIONS[dtype], device, seed)
+    a, b = make_inputs(*task.shape, PRECISIONS[dtype], device, seed, layout=task.layout)
+    scales = scales_argument(PRECISIONS[dtype], device, seed)  # fp8's, else none
     if task.variant is None:
-        return cublas_prepare(a, b)
-    return task.variant.prepare(task.impl, a, b, **task.config)
+        return cublas_prepare(a, b, **scales)
+    return task.variant.prepare(task.impl, a, b, **scales, **task.config)
 
 
 def main(argv: list[str] | None = None) -> int:

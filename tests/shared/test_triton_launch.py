@@ -10,7 +10,7 @@ import pytest
 import torch
 
 from implementations import all_variants
-from implementations.core.check import PRECISIONS, check, make_inputs, poison
+from implementations.core.check import PRECISIONS, check, make_inputs, poison, scales_argument
 from implementations.core.triton_util import prebound
 
 from ..helpers import gpu_skip_reason
@@ -77,14 +77,15 @@ def test_every_triton_candidate_is_right_launch_after_launch(variant, tuned):
     if gpu_skip_reason(variant, "triton", dtype):
         pytest.skip(gpu_skip_reason(variant, "triton", dtype))
     precision = PRECISIONS[dtype]
-    a, b = make_inputs(97, 61, 130, precision, "cuda", 3)
+    a, b = make_inputs(97, 61, 130, precision, "cuda", 3, layout=variant.layouts.get("triton", ("nn",))[0])
+    scaled = scales_argument(precision, "cuda", 3)
     for cand in tuned.candidates:
-        c = torch.empty(97, 61, device="cuda", dtype=a.dtype)
-        run = tuned.one(a, b, c, cand)
+        c = torch.empty(97, 61, device="cuda", dtype=precision.c_dtype)
+        run = tuned.one(a, b, c, cand, **scaled)
         for launch in range(3):
             poison(c)
             run()
-            outcome = check(c, a, b, precision)
+            outcome = check(c, a, b, precision, **scaled)
             assert outcome.ok, (tuned.describe(cand), launch, outcome.why())
 
 

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from implementations import all_variants, select
-from implementations.core.check import PRECISIONS, reference
+from implementations.core.check import PRECISIONS, make_scales, reference
 from implementations.core.cuda_c import CudaSource, _kernel_arg, check_grid, check_launch_shape
 from implementations.core.validate import check_operands
 
@@ -21,6 +21,11 @@ def operands(M, N, K, device, dtype=torch.float32):
 
 def first_dtype(variant) -> torch.dtype:
     return PRECISIONS[variant.dtypes[0]].dtype
+
+
+def scales_for(variant, device):
+    """The scales its first dtype takes (fp8's), or None."""
+    return make_scales(PRECISIONS[variant.dtypes[0]], device, 1)
 
 
 def test_inner_dimensions_must_agree(device):
@@ -73,12 +78,12 @@ LANGS_HERE = ["triton", pytest.param("cuda", marks=pytest.mark.gpu)]
 
 @pytest.mark.parametrize("lang", LANGS_HERE)
 @pytest.mark.parametrize("M, N, K", [(0, 5, 7), (5, 0, 7), (0, 0, 0), (5, 7, 0)])
-@pytest.mark.parametrize("variant", [V03, *select("14-15")], ids=lambda v: v.stem)
+@pytest.mark.parametrize("variant", [V03, *select("14-15,19")], ids=lambda v: v.stem)
 def test_empty_dimensions_give_the_right_result(variant, M, N, K, lang, device):
-    """K = 0 has no TMA tensor map (a zero-width matrix): v14 and v15 write the zeros themselves."""
+    """K = 0 has no TMA tensor map (a zero-width matrix): v14, v15 and v19 write the zeros themselves."""
     skip_where_unsupported(variant, lang, device)
     a, b = operands(M, N, K, device, first_dtype(variant))
-    c = variant.matmul(lang, a, b)
+    c = variant.matmul(lang, a, b, scales=scales_for(variant, device))
     assert c.shape == (M, N)
     assert torch.equal(c.double(), reference(a, b)), "K = 0 is an empty sum: all zeros, written by the kernel"
 
@@ -91,8 +96,9 @@ def test_transposed_and_sliced_operands_are_made_contiguous(variant, lang, devic
     a_t = torch.randn(30, 21, device=device).to(dtype).t()  # 21×30, column-major
     b_sliced = torch.randn(30, 40, device=device).to(dtype)[:, ::2]  # 30×20, stride 2
     assert not a_t.is_contiguous() and not b_sliced.is_contiguous()
-    c = variant.matmul(lang, a_t, b_sliced)
-    ref = reference(a_t, b_sliced)
+    scales = scales_for(variant, device)
+    c = variant.matmul(lang, a_t, b_sliced, scales=scales)
+    ref = reference(a_t, b_sliced, scales=scales)
     assert (c.double() - ref).norm() / ref.norm() < PRECISIONS[variant.dtypes[0]].bound(30)
 
 
