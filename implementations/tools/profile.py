@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _record(task: tasks.Task, dtype: str) -> dict:
     v = task.variant
-    rung, name = tasks.BASELINES[task.impl] if v is None else (v.tag, v.name)
+    rung, name = tasks.baseline_label(task.impl, task.epilogue, bool(task.groups), dtype) if v is None else (
+        v.tag, v.name)
     M, N, K = task.shape
     return {"rung": rung, "name": name, "config": config_label(task.config), "impl": task.impl,
             "M": M, "N": N, "K": K, "dtype": dtype}
