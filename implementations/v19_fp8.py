@@ -27,10 +27,13 @@ What Triton does for you: the fp8 dot is `tl.dot` on fp8 tensors, and the transp
 box is K-major without a word; in CUDA C the kernel must know that fp8 wgmma has no transpose bits (a
 row-major B would need a transpose through shared memory), and which k-step instruction the type takes.
 
-Accuracy. The products of two e4m3 values are exact in fp32, but Hopper's fp8 tensor cores add each k32
-step's products to the accumulator keeping about 14 bits (DeepSeek-V3's report, section 3.3.2): the
-bound in core/check.py uses that, and the baseline runs the same way (use_fast_accum=True). Promoting
-the sums to fp32 registers every few k-steps (DeepGEMM does) would cost registers and adds: not done.
+Accuracy. What fp8 costs comes first from storing the operands: e4m3 keeps 3 mantissa bits, so an
+operand rounded to it errs by up to 2^-4 relative, sixteen times bf16's 2^-8, and a product of rounded
+operands by as much more (scripts/fp8_quantization.py). The kernel then adds no error of that size: the
+products of two e4m3 values are exact in fp32, and Hopper's fp8 tensor cores add each k32 step to the
+accumulator keeping about 14 bits (DeepSeek-V3's report, section 3.3.2; the bound in core/check.py uses
+that; the baseline runs the same way, use_fast_accum=True). Promoting the sums to fp32 registers every
+few k-steps (DeepGEMM does) would cost registers and adds: not done.
 
 Constraints: e4m3 operands and one fp32 scale each, as a tensor (s_A, s_B); C bf16; nt in place, other
 layouts copied; batches in one launch; no epilogue. sm_90a. Per-row and per-column scales: not yet.
