@@ -45,6 +45,16 @@ INTERPRETER_BF16 = ("Triton's interpreter computes with numpy, which has no bf16
                     "on the GPU only")
 
 
+INTERPRETER_BF16_ROUNDING = ("Triton's interpreter rounds fp32 to bf16 by truncation, not to nearest even as the GPU "
+                             "does: a bf16 C of integer inputs (fp8's) is checked bit for bit on the GPU only")
+
+
+def exact_inputs(dtype: str, device) -> str:
+    """"integers" (C exact to the bit), or "normal" where C is bf16 in Triton's interpreter (fp8's C): see
+    INTERPRETER_BF16_ROUNDING."""
+    return "normal" if device.type == "cpu" and PRECISIONS[dtype].c_dtype == torch.bfloat16 else "integers"
+
+
 def param_id(value):
     if hasattr(value, "stem"):
         return value.stem

@@ -13,7 +13,7 @@ from implementations.core import bench, cli
 from implementations.core.check import LAYOUTS, PRECISIONS, make_inputs
 from implementations.core.registry import layout_of
 
-from ..helpers import checked_run, param_id, rung_configs, skip_unless_runnable
+from ..helpers import checked_run, exact_inputs, param_id, rung_configs, skip_unless_runnable
 
 CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
 RAGGED = (33, 17, 47)
@@ -32,7 +32,7 @@ def test_inputs_take_the_layout_and_keep_their_values(layout):
 @pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
 def test_rung_computes_every_layout(variant, lang, config, dtype, layout, device):
     skip_unless_runnable(variant, lang, dtype, device)
-    result = checked_run(variant, lang, RAGGED, device, dtype, "integers", layout=layout, **config)
+    result = checked_run(variant, lang, RAGGED, device, dtype, exact_inputs(dtype, device), layout=layout, **config)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)
     native = layout in variant.layouts.get(lang, ("nn",))
     assert ("copies" in result.note) == (not native), result.note
