@@ -435,17 +435,16 @@ def pitch_padded(s: torch.Tensor):
     return padded[..., :s.shape[-1]], copy
 
 
-def prepare_triton(a, b, c, configs, **extra):
+def prepare_triton(a, b, c, configs):
     """(refresh, {config: launch}): the persistent kernel's configs (v14's), the split-K ones and those that copy
-    B to a 128-byte pitch first (PAD_B), sharing one set of TMA-ready operands; and v11's kernel (TMA=False).
-    `extra`: further arguments of the TMA kernels (v19: the scales)."""
+    B to a 128-byte pitch first (PAD_B), sharing one set of TMA-ready operands; and v11's kernel (TMA=False)."""
     M, K = a.shape[-2:]
     a_t, b_t, layout, refresh = tma_views(a, b)
     launches = {}
     b_padded, copy_b = pitch_padded(b_t) if any("PAD_B" in config.kwargs for config in configs) else (None, None)
     for config in configs:
         if "SPLIT_K" in config.kwargs:
-            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config, **extra)
+            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config)
             continue
         knobs = {k: v for k, v in config.kwargs.items() if k not in MARKERS}
         if config.kwargs.get("TMA") is False:  # the operands as given: strides, batch strides, no padding
@@ -453,8 +452,8 @@ def prepare_triton(a, b, c, configs, **extra):
                                                                             num_stages=config.num_stages))
             continue
         launch = bind_tma_persistent(a_t, b_padded if "PAD_B" in config.kwargs else b_t, c, M, b.shape[-1], K,
-                                     **knobs, **layout, **c_descriptor(c, config), **extra,
-                                     num_warps=config.num_warps, num_stages=config.num_stages)
+                                     **knobs, **layout, **c_descriptor(c, config), num_warps=config.num_warps,
+                                     num_stages=config.num_stages)
         launches[config] = with_refresh(copy_b, launch) if "PAD_B" in config.kwargs else launch
     return refresh, launches
 

@@ -48,10 +48,9 @@ from .core.cuda_c import CudaSource
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
-from .v14_wgmma_tma import zero_product
-from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, few_tiles, launch_candidates, tma_config
-from .v15_warp_specialized import prepare_triton as prepare_v15_triton
-from .v15_warp_specialized import tma_problem
+from .v14_wgmma_tma import bind_tma_persistent, tma_views, zero_product
+from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, bind_split_k, c_descriptor, few_tiles
+from .v15_warp_specialized import launch_candidates, tma_config, tma_problem
 
 FP8 = torch.float8_e4m3fn
 LAYOUTS = ("nt",)  # both operands K-major: fp8 wgmma has no transpose bits
@@ -103,8 +102,19 @@ SPLIT_K_CONFIGS = (  # v15's split-K kernel, scaled: products of fewer tiles tha
 
 
 def prepare_triton(a, b, c, configs, scales=None):
-    """(refresh, {config: launch}): v15's, its persistent and split-K kernels scaling by `scales`."""
-    return prepare_v15_triton(a, b, c, configs, scales_ptr=scales, SCALED=True)
+    """(refresh, {config: launch}): the persistent kernel's configs and the split-K ones, scaling by `scales`."""
+    M, K = a.shape[-2:]
+    a_t, b_t, layout, refresh = tma_views(a, b)
+    scaled = {"scales_ptr": scales, "SCALED": True}
+    launches = {}
+    for config in configs:
+        if "SPLIT_K" in config.kwargs:
+            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config, **scaled)
+        else:
+            launches[config] = bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, **layout,
+                                                   **c_descriptor(c, config), **scaled, num_warps=config.num_warps,
+                                                   num_stages=config.num_stages)
+    return refresh, launches
 
 
 TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS, prepare_triton, tile=block_of,
