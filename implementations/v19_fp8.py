@@ -48,7 +48,7 @@ from .core.cuda_c import CudaSource
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
-from .v14_wgmma_tma import bind_tma_persistent, tma_views, zero_product
+from .v14_wgmma_tma import bind_tma_persistent, tma_persistent_kernel, tma_views, zero_product
 from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, bind_split_k, c_descriptor, few_tiles
 from .v15_warp_specialized import launch_candidates, tma_config, tma_problem
 
@@ -112,6 +112,7 @@ def prepare_triton(a, b, c, configs, scales=None):
             launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config, **scaled)
         else:
             launches[config] = bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, **layout,
+                                                   kernel=tma_persistent_kernel,
                                                    **c_descriptor(c, config), **scaled, num_warps=config.num_warps,
                                                    num_stages=config.num_stages)
     return refresh, launches
