@@ -33,7 +33,7 @@ memory) and a batch in one launch (3-D descriptors, boxes of one matrix; the per
 product's tiles); the CUDA C kernel takes one product of a K-major A and an N-major B, so the shared layer
 copies other layouts for it and launches a batch matrix by matrix.
 The Triton kernel has two knobs off here that v15 turns on: FLATTEN (one software pipeline over the
-tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores); and v17's BIAS and ACTIVATION, v19's SCALED.
+tile and k-block loops) and C_BY_TMA (the epilogue as TMA stores); and v17's BIAS and ACTIVATION, v19's SCALES.
 
 What it should reach: about cuBLAS's level minus what the single-role design costs (the thread that
 issues the copies is also a consumer, so its warpgroup waits whenever a slot is late), and the
@@ -176,13 +176,26 @@ def operand_box(desc, product, row, col, ROWS: tl.constexpr, COLS: tl.constexpr,
 
 
 @triton.jit
+def apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES: tl.constexpr):
+    """fp8's scales (v19) on a block of fp32 sums at rows offs_m and columns offs_n: × s_A·s_B (SCALES "tensor":
+    scales = (s_A, s_B)), or × s_A[row]·s_B[column] ("rowwise": s_A's M values, then s_B's N); none ("")."""
+    if SCALES == "tensor":
+        acc *= tl.load(scales_ptr) * tl.load(scales_ptr + 1)
+    if SCALES == "rowwise":
+        s_a = tl.load(scales_ptr + offs_m, mask=offs_m < M, other=0.0)
+        s_b = tl.load(scales_ptr + M + offs_n, mask=offs_n < N, other=0.0)
+        acc *= s_a[:, None] * s_b[None, :]
+    return acc
+
+
+@triton.jit
 def tma_persistent_kernel(
     a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, c_desc,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FLATTEN: tl.constexpr, C_BY_TMA: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False,
     A_3D: tl.constexpr = False, B_3D: tl.constexpr = False, products=1, stride_cb=0,
     bias_ptr=None, BIAS: tl.constexpr = False, ACTIVATION: tl.constexpr = "", scales_ptr=None,
-    SCALED: tl.constexpr = False,
+    SCALES: tl.constexpr = "",
 ):
     # ---- 1. this program's tiles: pid, pid + programs, ..., over every product of a batch, each mapped in
     #         grouped order (FLATTEN, v15: the tile loop and the k-loop software-pipelined as one) ----
@@ -201,15 +214,15 @@ def tma_persistent_kernel(
             b = operand_box(b_desc, product, kb * BLOCK_K, pid_n * BLOCK_N, BLOCK_K, BLOCK_N, B_T, B_3D)
             # ---- 3. multiply (wgmma on Hopper) ----
             acc = tl.dot(a, b, acc)
-        # ---- 4. the epilogue on the fp32 accumulators (v19: × s_A·s_B; v17: + bias, a row vector read once per
+        # ---- 4. the epilogue on the fp32 accumulators (v19: the scales; v17: + bias, a row vector read once per
         #         column block, then ReLU or GELU), then write back, rounded to C's type: masked stores, or
         #         (C_BY_TMA, v15) two TMA stores of half a tile each, clipped at the edges (C's rows must be
         #         16-byte aligned) ----
-        if SCALED:
-            acc *= tl.load(scales_ptr) * tl.load(scales_ptr + 1)
+        offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        acc = apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES)
         if BIAS:
-            offs_bias = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-            acc += tl.load(bias_ptr + offs_bias, mask=offs_bias < N, other=0.0).to(tl.float32)[None, :]
+            acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
         if ACTIVATION == "relu":
             acc = tl.maximum(acc, 0.0)
         if ACTIVATION == "gelu":  # torch's tanh form, 0.5·x·(1 + tanh(t)) = x·sigmoid(2t), t = √(2/π)·(x + 0.044715·x³)
@@ -225,8 +238,6 @@ def tma_persistent_kernel(
                 c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], left)
                 c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N + BLOCK_N // 2], right)
         else:
-            offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
-            offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
             c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
             tl.store(c_ptrs, out, mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
 

@@ -59,7 +59,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from .core.check import LAYOUTS
+from .core.check import LAYOUTS, rowwise
 from .core.cuda_c import MAX_GRID, CudaSource, bind, check_grid, function_pointer, tensor_map
 from .core.cuda_c import cupy as kernel_cupy
 from .core.registry import Variant, layout_of
@@ -68,7 +68,7 @@ from .core.triton_util import block_of, describe_config, prebound
 from .core.validate import check_bias
 from .v11_autotuned import grouped_tile
 from .v11_autotuned import launch_config as launch_pointer_config
-from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, bind_tma_persistent, operand_box, operand_descriptors,
+from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, apply_scales, bind_tma_persistent, operand_box, operand_descriptors,
                              padded_rows, sm_count, tma_views, zero_product)
 
 BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one); BK of 16-bit operands
@@ -216,7 +216,7 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     `offsets`: a grouped product's (v18: its .cu maps the tiles to `problem.products` ragged groups of A's rows,
     the group ends read on the device); the grid is then as large as the most cluster tiles M rows in that many
     groups can have, so that the launch needs no group sizes from the device.
-    `scales`: fp8 operands' (s_A, s_B) (v19: the kernel multiplies the accumulators by their product).
+    `scales`: fp8 operands' (v19: the kernel multiplies the accumulators by s_A·s_B, or per row and column).
     """
     check_bias(bias, c, problem.N, epilogue != "NoEpilogue")  # the kernel reads N elements of it, or none
     smem = shared_bytes(tile)
@@ -251,7 +251,7 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     sizes = (problem.M, problem.N, problem.K, problem.products, problem.a_step, problem.b_step)
     return bind(source, kernel, (clusters * tile.CLUSTER_M,), (tile.threads,),
                 (problem.a_map, problem.b_map, c_map, c, *map(np.int32, sizes), c_by_tma, partials, flags, timeline,
-                 bias, offsets, scales),
+                 bias, offsets, scales, np.int32(scales.numel() > 0 and rowwise(scales))),
                 shared_mem=smem)
 
 
@@ -349,7 +349,7 @@ def split_k_kernel(
     a_desc, b_desc, c_ptr, partials_ptr, counts_ptr, M, N, K, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False, A_3D: tl.constexpr = False,
-    B_3D: tl.constexpr = False, products=1, stride_cb=0, scales_ptr=None, SCALED: tl.constexpr = False,
+    B_3D: tl.constexpr = False, products=1, stride_cb=0, scales_ptr=None, SCALES: tl.constexpr = "",
 ):
     # ---- 1. this program's tile (axis 0, over every product of a batch) and its slice of k (axis 1) ----
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -370,7 +370,7 @@ def split_k_kernel(
         acc = tl.dot(a, b, acc)
     # ---- 4. the fp32 partial sum to this slice's place in the workspace; the tile's counter counts the slices
     #         done (release: the partial is visible before the count); the last slice adds all of them, in slice
-    #         order (the same sum whichever finishes last), scales it (v19's fp8: × s_A·s_B), writes C and sets
+    #         order (the same sum whichever finishes last), scales it (v19's fp8), writes C and sets
     #         the counter back to 0 for the next launch ----
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
@@ -385,8 +385,7 @@ def split_k_kernel(
         total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for s in tl.static_range(SPLIT_K):
             total += tl.load(first + s * slice_size, mask=inside, other=0.0, cache_modifier=".cg")
-        if SCALED:
-            total *= tl.load(scales_ptr) * tl.load(scales_ptr + 1)
+        total = apply_scales(total, scales_ptr, offs_m, offs_n, M, N, SCALES)
         c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
         tl.store(counts_ptr + tile, 0)

@@ -1,9 +1,10 @@
-"""v19 fp8: e4m3 operands with per-tensor scales on Hopper's tensor cores, twice the 16-bit rate.
+"""v19 fp8: e4m3 operands with scales on Hopper's tensor cores, twice the 16-bit rate.
 
 The idea. wgmma multiplies fp8 (e4m3: 4 exponent bits, 3 mantissa bits, at most 448) at twice the rate of
 bf16, and an fp8 operand is half the bytes. A model's tensors do not fit e4m3's range as they are, so each
-is stored divided by a scale (per tensor here: s_A, s_B, fp32) and the product is rescaled in the
-epilogue: C = s_A·s_B·(A @ B), written in bf16, as torch._scaled_mm computes it. Only three things change
+is stored divided by a scale (s_A, s_B, fp32: one per tensor, or one per row of A and column of B) and the
+product is rescaled in the epilogue: C = s_A·s_B·(A @ B) (C_ij = s_A[i]·s_B[j]·(A @ B)_ij), written in bf16,
+as torch._scaled_mm computes it. Only three things change
 from v15: a 128-byte row of a tile holds 128 elements of k instead of 64, so the same boxes, swizzle and
 shared memory carry twice the k per stage; a k-step (32 bytes) is m64nNk32 instead of m64nNk16; and fp8
 wgmma has no transpose bits, so both operands must be K-major in shared memory: A row-major and B stored
@@ -17,7 +18,8 @@ CUDA C and Triton side by side:
 | k per stage | BK = 128: 128-byte rows, as bf16's 64 | BLOCK_K = 128 in the configs |
 | k-step | four m64nNk32 per k-block | chosen by the compiler |
 | K-major B | a box of the stored N×K, no transpose bit | `desc.load(...).T` of the N×K box (B_T) |
-| scales | s_A·s_B read once, × accumulators | `SCALED`: `acc *= s_A * s_B` before the store |
+| scales | s_A·s_B read once, or each thread's rows' and | `SCALES`: `acc *= s_A * s_B`, or the outer |
+|  | columns' per tile, × accumulators (apply_scales) | product of two vector loads (apply_scales) |
 | output | stmatrix of bf16 + TMA store | `acc.to(bf16)`, TMA stores |
 | accumulation | the tensor core's own (about 14 bits kept | the same: Triton's default on sm_90 |
 |  | per k32 step: "fast accumulation") | (`max_num_imprecise_acc` not set) |
@@ -35,8 +37,9 @@ accumulator keeping about 14 bits (DeepSeek-V3's report, section 3.3.2; the boun
 that; the baseline runs the same way, use_fast_accum=True). Promoting the sums to fp32 registers every
 few k-steps (DeepGEMM does) would cost registers and adds: not done.
 
-Constraints: e4m3 operands and one fp32 scale each, as a tensor (s_A, s_B); C bf16; nt in place, other
-layouts copied; batches in one launch; no epilogue. sm_90a. Per-row and per-column scales: not yet.
+Constraints: e4m3 operands; fp32 scales as one tensor, (s_A, s_B) or (fp8-rowwise, single products only)
+s_A's M values then s_B's N; C bf16; nt in place, other layouts copied; batches in one launch (per-tensor
+scales); no epilogue. sm_90a.
 
 What it should reach: twice bf16's speed where the tensor cores bound it, and at least cuBLASLt's fp8
 GEMM (torch._scaled_mm) on the same inputs. Its story: docs/notes/v19.md.
@@ -44,6 +47,7 @@ GEMM (torch._scaled_mm) on the same inputs. Its story: docs/notes/v19.md.
 
 import torch
 
+from .core.check import rowwise
 from .core.cuda_c import CudaSource
 from .core.registry import Variant
 from .core.search import Search
@@ -83,7 +87,7 @@ def fp8_cuda(a, b, c, scales):
     return CUDA_SEARCH.tuned(a, b, c, CUDA_SEARCH.candidates if split else CUDA_CANDIDATES, scales=scales)
 
 
-# ---- Triton: v14's persistent kernel on fp8 operands, SCALED ---------------------------------------------
+# ---- Triton: v14's persistent kernel on fp8 operands, SCALES ---------------------------------------------
 
 TRITON_CONFIGS = (
     tma_config(128, 256, 128, 8, 3, FLATTEN=True),
@@ -105,7 +109,7 @@ def prepare_triton(a, b, c, configs, scales=None):
     """(refresh, {config: launch}): the persistent kernel's configs and the split-K ones, scaling by `scales`."""
     M, K = a.shape[-2:]
     a_t, b_t, layout, refresh = tma_views(a, b)
-    scaled = {"scales_ptr": scales, "SCALED": True}
+    scaled = {"scales_ptr": scales, "SCALES": "rowwise" if rowwise(scales) else "tensor"}
     launches = {}
     for config in configs:
         if "SPLIT_K" in config.kwargs:
@@ -131,8 +135,8 @@ def fp8_triton(a, b, c, scales):
 
 VARIANT = Variant(
     __name__,
-    title="fp8 e4m3, per-tensor scales",
-    dtypes=("fp8",),
+    title="fp8 e4m3, scaled per tensor or per row and column",
+    dtypes=("fp8", "fp8-rowwise"),
     cuda=fp8_cuda,
     triton=fp8_triton,
     cuda_source=KERNELS,

@@ -3,7 +3,8 @@
 // tiles, CTA pairs (clusters) that share each B tile through TMA multicast, and an L2-aware tile order.
 //
 // C (M×N) = A (M×K) · B (K×N), fp16 or bf16 in, fp32 accumulation, C row-major in the input type; or (INPUT
-// = E4M3, v19) fp8 e4m3 in, C = s_A·s_B·(A·B) in bf16, `scales` = (s_A, s_B). A is row-major, or (A_T) the
+// = E4M3, v19) fp8 e4m3 in, C = s_A·s_B·(A·B) in bf16, `scales` = (s_A, s_B), or (`rowwise`) s_A's M values then
+// s_B's N: C_ij = s_A[i]·s_B[j]·(A·B)_ij. A is row-major, or (A_T) the
 // transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one (fp8: A_T = 0, B_T = 1 only).
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
@@ -20,7 +21,7 @@
 // them (v17 instantiates this kernel with a bias and activations); `bias`: null, or N elements of C's type
 // when the epilogue adds one. `Groups` (default NoGroups: none, compiled to nothing) maps the tiles to ragged
 // groups of A's rows instead of `products` matrices (v18 instantiates it); `offsets`: null, or the groups'
-// end rows; `scales`: null, or fp8's (s_A, s_B). Needs sm_90a.
+// end rows; `scales`: null, or fp8's (see above). Needs sm_90a.
 //
 // What changed since v14, and why each one pays:
 //   - Roles. In v14 the thread that issues the copies is also a consumer: while it waits for a slot to
@@ -134,6 +135,36 @@ __device__ __forceinline__ void apply_epilogue(float (&d)[R], const unsigned sho
         }
 #pragma unroll
         for (int i = 4 * j; i < 4 * j + 4; ++i) d[i] = Epilogue::apply(d[i]);
+    }
+}
+
+// fp8's scales (v19): × s_A·s_B, read once per launch (`scale`), or, where `rows` is given (s_A's M values, then
+// s_B's N), × s_A of the thread's two rows times s_B of its columns (the fragment above), read once per tile. A
+// warp needs every one of the block's 2·R columns: lane l loads columns l, l + 32, ... (coalesced, all in flight)
+// and each thread takes its two of each 8 from the lane that holds them, so only 2·R / 32 registers hold them.
+template <int R>
+__device__ __forceinline__ void apply_scales(float (&d)[R], float scale, const float* __restrict__ rows, int M,
+                                             int N, int row0, int col0) {
+    if (rows == nullptr) {
+#pragma unroll
+        for (int i = 0; i < R; ++i) d[i] *= scale;
+        return;
+    }
+    constexpr int LOADS = 2 * R / 32;
+    const float* columns = rows + M;
+    const int t = threadIdx.x % 128, lane = t % 32, row = row0 + 16 * (t / 32) + lane / 4, pair = 2 * (t % 4);
+    float held[LOADS];
+#pragma unroll
+    for (int i = 0; i < LOADS; ++i) {
+        const int n = col0 + lane + 32 * i;
+        held[i] = n < N ? columns[n] : 0.0f;
+    }
+    const float top = row < M ? rows[row] : 0.0f, bottom = row + 8 < M ? rows[row + 8] : 0.0f;  // past M: unstored
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {  // columns 8j + pair and the next: lanes 8 (j % 4) + pair (+ 1), load j / 4
+        const float lo = __shfl_sync(0xffffffff, held[j / 4], 8 * (j % 4) + pair);
+        const float hi = __shfl_sync(0xffffffff, held[j / 4], 8 * (j % 4) + pair + 1);
+        d[4 * j] *= top * lo, d[4 * j + 1] *= top * hi, d[4 * j + 2] *= bottom * lo, d[4 * j + 3] *= bottom * hi;
     }
 }
 
@@ -343,7 +374,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
                      int* __restrict__ flags, unsigned long long* __restrict__ timeline,
                      const unsigned short* __restrict__ bias, const int* __restrict__ offsets,
-                     const float* __restrict__ scales) {
+                     const float* __restrict__ scales, int rowwise) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
     static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
     static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
@@ -440,7 +471,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
         // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
         if constexpr (CONSUMERS == 2) setmaxnreg_inc<GROUPED ? 224 : 232>();  // 128 · 56 + 256 · 224 ≤ 64 K registers
         float d[BN / 2] = {};
-        const float scale = FP8 ? scales[0] * scales[1] : 1.0f;  // s_A·s_B, read once
+        const float scale = FP8 && !rowwise ? scales[0] * scales[1] : 1.0f;  // s_A·s_B, read once
         // Slot 0's descriptors; slot s and k-step kk only move the start address (shared memory < 256 KB:
         // the 14-bit address field cannot carry into the next). This warpgroup's 64 rows of A are the first
         // or second 8 KB of the tile either way: 64 K-major rows of 128 bytes, or one 64-row box (A_T).
@@ -515,12 +546,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             }
             // ---- 4. the epilogue in registers (fp8's scales; v17's bias and activation; none here), then write
             //         back, while the producer already fills the ring with the next tile ----
-            if constexpr (FP8) {
-#pragma unroll
-                for (int i = 0; i < BN / 2; ++i) d[i] *= scale;
-            }
-            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
             const int row0 = groups.first_row() + tile_m * BM + (warpgroup - 1) * 64;
+            if constexpr (FP8) apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, tile_n * BN);
+            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
             // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored
             // from registers, masked at the group's end: TMA clips a store at the matrix's edge only.
             const int matrix = GROUPED ? 0 : product, row_end = GROUPED ? groups.row_end() : M;

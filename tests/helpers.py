@@ -75,6 +75,15 @@ def candidate(a, b, launcher):
     return Prepared(launcher(c), c)
 
 
+def skip_unless_batchable(dtype) -> None:
+    """Skip, with the reason, a batch of a dtype that scales single products only (per-row fp8 scales)."""
+    from implementations.core.check import PRECISIONS
+
+    if PRECISIONS[dtype].scaled == "rowwise":
+        pytest.skip("per-row scales scale single products, as torch._scaled_mm does: a batch is refused "
+                    "(tests/rungs/test_v19.py)")
+
+
 def skip_unless_runnable(variant, lang, dtype, device) -> None:
     """Skip, with the reason, a rung's language and dtype that cannot run here: CUDA C without a GPU, bf16 in
     Triton's interpreter, or what this GPU cannot run."""

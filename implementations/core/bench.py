@@ -19,7 +19,7 @@ import numpy as np
 import torch
 
 from .check import (EPILOGUES, PRECISIONS, Precision, check, make_bias, make_inputs, make_offsets, make_scales,
-                    output_dtype, poison)
+                    output_dtype, poison, rowwise, split_scales)
 from .registry import Prepared
 from .search import TunedRun
 from .traffic import predicted_bytes
@@ -241,7 +241,9 @@ def measure(
     try:
         a, b = make_inputs(M, N, K, precision, device, seed, inputs, layout, batch, groups, shared)
         bias = make_bias(N, K, precision, device, seed, inputs) if EPILOGUES[epilogue].bias else None
-        scales = make_scales(precision, device, seed, inputs)
+        if precision.scaled == "rowwise" and batch:
+            raise Refused("per-row scales scale single products, as torch._scaled_mm does (no batch)")
+        scales = make_scales(precision, device, seed, M, N, inputs)
         problem = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias}
         if groups:
             problem["offsets"] = make_offsets(groups, device)
@@ -331,8 +333,10 @@ def recheck(prepared: Prepared, given: tuple[torch.Tensor, torch.Tensor], precis
         (prepared.bias if prepared.bias is not None else given_bias).copy_(bias)
     scales = None
     if given_scales is not None:
-        scales = make_scales(precision, device, seed + RECHECK_SEED, inputs)
-        (prepared.scales if prepared.scales is not None else given_scales).copy_(scales)
+        scales = make_scales(precision, device, seed + RECHECK_SEED, M, N, inputs)
+        for held, new in zip(prepared.scales or (given_scales,), split_scales(scales, M) if prepared.scales
+                             else (scales,)):
+            held.copy_(new)
     poison(prepared.out)
     prepared.run()
     return check(prepared.out.to(a.device), a, b, precision, inputs == "integers", epilogue, bias,
@@ -421,10 +425,10 @@ def cublas_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bia
 
 
 def scaled_mm_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str, scales: torch.Tensor | None) -> Prepared:
-    """fp8: torch._scaled_mm, cuBLASLt's fp8 GEMM, with the tensor cores' own accumulation (use_fast_accum, what
-    the rungs do too) and bf16 output. It reads A row-major and B K-major (a transposed view, nt) only: other
-    layouts are copied to those inside the timed call, and the result says so."""
-    check_scales(scales, a, True)
+    """fp8: torch._scaled_mm, cuBLASLt's fp8 GEMM (per-row scales: torch's CUTLASS kernel), with the tensor cores'
+    own accumulation (use_fast_accum, what the rungs do too) and bf16 output. It reads A row-major and B K-major
+    (a transposed view, nt) only: other layouts are copied to those inside the timed call, and the result says so."""
+    check_scales(scales, a, b, True)
     if a.dim() != 2 or b.dim() != 2 or epilogue != "none":
         raise Refused(f"{SCALED_MM} multiplies two matrices without an epilogue here (no batch, no bias)")
     if a.device.type != "cuda":
@@ -433,10 +437,12 @@ def scaled_mm_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str, scales: t
     a_in = a if a.is_contiguous() else torch.empty(a.shape, dtype=a.dtype, device=a.device)
     b_in = b if b.mT.is_contiguous() else torch.empty(b.mT.shape, dtype=b.dtype, device=b.device).mT
     copies = [(dst, src) for dst, src in ((a_in, a), (b_in, b)) if dst is not src]
-    # cuBLASLt takes each scale through a pointer of its own, 16-byte aligned (a view of the second float is not)
-    held = torch.empty(8, dtype=torch.float32, device=a.device)
-    held[::4][:2].copy_(scales)
-    scale_a, scale_b = held[0:1], held[4:5]
+    # each scale through a pointer of its own, 16-byte aligned (a view into one tensor need not be): s_A as a
+    # column (M×1) and s_B as a row (1×N) when they are per row and column
+    s_a, s_b = split_scales(scales, a.shape[0])
+    scale_a, scale_b = s_a.clone().reshape(-1, 1), s_b.clone().reshape(1, -1)
+    if not rowwise(scales):
+        scale_a, scale_b = scale_a.reshape(1), scale_b.reshape(1)
 
     def run():
         for dst, src in copies:
@@ -446,7 +452,7 @@ def scaled_mm_prepare(a: torch.Tensor, b: torch.Tensor, epilogue: str, scales: t
     note = ("copies " + " and ".join(("A to row-major", "B to a transposed view")[i]
                                      for i, (dst, src) in enumerate(((a_in, a), (b_in, b))) if dst is not src)
             + " inside the timed call (cuBLASLt's fp8 GEMM reads nt only)") if copies else ""
-    return Prepared(run, c, (a, b), note, scales=held[::4][:2])
+    return Prepared(run, c, (a, b), note, scales=(scale_a.view(-1), scale_b.view(-1)))
 
 
 def _group_loop(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor) -> Prepared:

@@ -36,13 +36,15 @@ Inputs (a seed per case, recorded with every result, replays it):
 The bias (make_bias) is drawn as a row of B is, times the power of two nearest sqrt(K), so that it is as
 large as a typical element of A @ B: a kernel that dropped it would fail.
 
-fp8 (e4m3 operands, each with a per-tensor fp32 scale, bf16 output): C = s_A·s_B·(A @ B), the reference
-from the stored e4m3 values, so the operands are exact (a product of two e4m3 values is exact in fp32) and
-u_in is the fp32 multiply by the scales. The accumulation is not fp32's: Hopper's fp8 tensor cores keep
+fp8 (e4m3 operands, each with a per-tensor fp32 scale, bf16 output): C = s_A·s_B·(A @ B); fp8-rowwise: one
+scale per row of A and one per column of B, C_ij = s_A[i]·s_B[j]·(A @ B)_ij. The reference is taken from the
+stored e4m3 values, so the operands are exact (a product of two e4m3 values is exact in fp32) and u_in is
+the fp32 multiplies by the scales. The accumulation is not fp32's: Hopper's fp8 tensor cores keep
 about 14 bits when a wgmma adds its k32 block of products to the accumulator (DeepSeek-V3's report,
 section 3.3.2; what cuBLASLt calls fast accumulation, and Triton's default on sm_90). A truncation to 14
 bits errs by 2^-13, K/32 times: u_acc = 2^-13 / 32 per term of the sum. The scales (make_scales) are
-random, not powers of two, except with integer inputs, where powers of two keep the output exact.
+random, not powers of two, except with integer inputs, where powers of two keep the output exact. They
+travel as one fp32 tensor: (s_A, s_B), or s_A's M values then s_B's N (split_scales).
 
 Groups (mixture-of-experts, `groups`: rows per group): A holds every group's rows, one after another,
 and B one matrix per group; C[rows of g] = A[rows of g] @ B[g]. Each element is still one K-term sum,
@@ -60,7 +62,7 @@ import torch.nn.functional as F
 FP32_UNIT_ROUNDOFF = 2.0**-24
 SAFETY = 2.0  # c above
 INPUTS = ("normal", "positive", "wide", "integers")
-WIDE_EXPONENTS = {"fp16": 4, "bf16": 8, "fp32": 8, "tf32": 8, "fp8": 4}  # 2^±e: fp16's C stays below 65504,
+WIDE_EXPONENTS = {"fp16": 4, "bf16": 8, "fp32": 8, "tf32": 8, "fp8": 4, "fp8-rowwise": 4}  # 2^±e: fp16's C stays below 65504,
 # fp8's operands below e4m3's 448
 INTEGER_RANGE = 4  # integers in [-4, 4]: products <= 16, sums exact in fp32 up to K = 2^20
 
@@ -74,7 +76,7 @@ class Precision:
     description: str
     u_acc: float = FP32_UNIT_ROUNDOFF  # fp32 accumulation (fp8: see above)
     out_dtype: torch.dtype | None = None  # C's dtype, when it is not the operands'
-    scaled: bool = False  # C = s_A·s_B·(A @ B), a per-tensor scale with each operand (make_scales)
+    scaled: str = ""  # "tensor": C = s_A·s_B·(A @ B); "rowwise": a scale per row of A and column of B (make_scales)
 
     @property
     def c_dtype(self) -> torch.dtype:
@@ -109,14 +111,17 @@ PRECISIONS = {
         Precision("bf16", torch.bfloat16, 0.0, 2.0**-8, "bf16 operands, fp32 accumulation, bf16 output"),
         Precision("fp8", torch.float8_e4m3fn, FP32_UNIT_ROUNDOFF, 2.0**-8,
                   "e4m3 operands with per-tensor scales, fast accumulation, bf16 output", u_acc=2.0**-13 / 32,
-                  out_dtype=torch.bfloat16, scaled=True),
+                  out_dtype=torch.bfloat16, scaled="tensor"),
+        Precision("fp8-rowwise", torch.float8_e4m3fn, FP32_UNIT_ROUNDOFF, 2.0**-8,
+                  "e4m3 operands with a scale per row of A and column of B, fast accumulation, bf16 output",
+                  u_acc=2.0**-13 / 32, out_dtype=torch.bfloat16, scaled="rowwise"),
     )
 }
 
 
-def scales_argument(precision: Precision, device, seed: int, kind: str = "normal") -> dict:
+def scales_argument(precision: Precision, device, seed: int, M: int, N: int, kind: str = "normal") -> dict:
     """{"scales": make_scales(...)} for a scaled precision (the keyword a launch of fp8 operands takes), else {}."""
-    scales = make_scales(precision, device, seed, kind)
+    scales = make_scales(precision, device, seed, M, N, kind)
     return {} if scales is None else {"scales": scales}
 
 
@@ -128,18 +133,31 @@ def output_dtype(dtype: torch.dtype) -> torch.dtype:
 SCALES_SEED = 15_485_863  # the scales' seed: the case's seed plus this
 
 
-def make_scales(precision: Precision, device, seed: int, kind: str = "normal") -> torch.Tensor | None:
-    """The per-tensor scales (s_A, s_B) of a scaled precision (fp8), as one contiguous fp32 tensor of two, or
-    None for the others: uniform on [0.25, 4), or (integer inputs) powers of two in that range, which keep
-    C = s_A·s_B·(A @ B) exact."""
+def make_scales(precision: Precision, device, seed: int, M: int, N: int, kind: str = "normal") -> torch.Tensor | None:
+    """The scales of a scaled precision (fp8) for an M×N product, as one contiguous fp32 tensor: (s_A, s_B) per
+    tensor, or s_A's M values then s_B's N (rowwise); None for the others. Uniform on [0.25, 4), or (integer
+    inputs) powers of two in that range, which keep C exact."""
     if not precision.scaled:
         return None
     gen = torch.Generator(device="cpu").manual_seed(seed + SCALES_SEED)
+    count = M + N if precision.scaled == "rowwise" else 2
     if kind == "integers":
-        scales = torch.randint(-2, 2, (2,), generator=gen).float().exp2()
+        scales = torch.randint(-2, 2, (count,), generator=gen).float().exp2()
     else:
-        scales = (torch.rand(2, generator=gen) * 4 - 2).exp2()
+        scales = (torch.rand(count, generator=gen) * 4 - 2).exp2()
     return scales.to(device)
+
+
+def rowwise(scales: torch.Tensor) -> bool:
+    """Whether the scales are per row of A and column of B (M + N of them) rather than per tensor (two; where
+    M = N = 1 the two readings are the same)."""
+    return scales.numel() != 2
+
+
+def split_scales(scales: torch.Tensor, M: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(s_A, s_B) as views: one value each, or (rowwise) A's M rows' and B's columns'."""
+    first = M if rowwise(scales) else 1
+    return scales[:first], scales[first:]
 
 
 LAYOUTS = ("nn", "nt", "tn", "tt")  # op(A) then op(B): n as stored, t the transpose of what is stored
@@ -352,21 +370,22 @@ def parse_epilogue(name: str) -> Epilogue:
     return EPILOGUES[name]
 
 
-def scale_of(scales: torch.Tensor | None) -> float:
-    """s_A·s_B in float64 (1 without scales)."""
-    return 1.0 if scales is None else float(scales.double().prod())
+def scale_factor(scales: torch.Tensor, M: int) -> torch.Tensor:
+    """What the product is multiplied by, in float64: s_A·s_B (one element), or the M×N matrix s_A[i]·s_B[j]."""
+    s_a, s_b = (s.double() for s in split_scales(scales, M))
+    return s_a[:, None] * s_b[None, :] if rowwise(scales) else s_a * s_b
 
 
 def reference(a: torch.Tensor, b: torch.Tensor, epilogue: str = "none", bias: torch.Tensor | None = None,
               groups: tuple[int, ...] = (), scales: torch.Tensor | None = None) -> torch.Tensor:
     """act(s_A·s_B·(A @ B) + bias) in float64 on the operands' device (a batch of products for 3-D operands; with
-    `groups`, A's rows of each group times that group's B; without scales, s_A·s_B = 1)."""
+    `groups`, A's rows of each group times that group's B; without scales, s_A·s_B = 1; rowwise, s_A[i]·s_B[j])."""
     if groups:
         product = by_group(lambda x, y: x.double() @ y.double(), a, b, groups)
     else:
         product = a.double() @ b.double()
     if scales is not None:
-        product *= scale_of(scales)
+        product *= scale_factor(scales, a.shape[-2])
     return EPILOGUES[epilogue].apply(product, bias)
 
 
@@ -378,7 +397,7 @@ def magnitude(a: torch.Tensor, b: torch.Tensor, groups: tuple[int, ...] = (),
     else:
         size = a.double().abs() @ b.double().abs()
     if scales is not None:
-        size *= abs(scale_of(scales))
+        size *= scale_factor(scales, a.shape[-2]).abs()
     return size
 
 
@@ -447,7 +466,7 @@ def check(c: torch.Tensor, a: torch.Tensor, b: torch.Tensor, precision: Precisio
     """C against act(s_A·s_B·(A @ B) + bias): normwise and componentwise (exact: C must be the float64 result rounded to
     C's dtype, where the epilogue keeps integer inputs exact). product_rounded: C was computed as act(fl(A @ B) +
     bias), A @ B rounded to C's dtype first (an unfused sequence): one more rounding, never exact. `groups`: rows
-    per group (see above); `scales`: (s_A, s_B) of a scaled precision (fp8)."""
+    per group (see above); `scales`: those of a scaled precision (fp8: make_scales)."""
     epi = EPILOGUES[epilogue]
     pre = reference(a, b, "bias" if epi.bias else "none", bias, groups, scales)
     ref = epi.activate(pre)

@@ -86,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="C = op(A) @ op(B), op(A) then op(B): n as stored row-major, t a transposed view of a "
                         "row-major matrix; comma-separated from nn, nt, tn, tt. cuBLAS reads the views in place; a rung "
                         "reads the layouts it declares (--list) in place and copies the others inside its timed "
-                        "call, saying so (default: nn; with --dtype fp8 nt, the layout fp8 tensor cores read)")
+                        "call, saying so (default: nn; with --dtype fp8 or fp8-rowwise nt, the layout fp8 tensor cores read)")
     p.add_argument("--batch", type=positive(int), default=0, metavar="B",
                    help="B products of the --sizes matrices each, in one call (cuBLAS: torch.matmul on 3-D "
                         "operands, its batched GEMM); a rung without a batched kernel launches once per matrix "
@@ -470,10 +470,14 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         args.sizes = shapes.run_sizes(args.shapes)
     if args.layout is None:
-        args.layout = ("nt",) if args.dtype == "fp8" else ("nn",)
-    if args.dtype == "fp8" and (args.epilogue != ("none",) or args.groups is not None or args.distributed
-                                or args.nproc):
-        print("--dtype fp8 runs single products and batches, without --epilogue, --groups, --distributed or --nproc",
+        args.layout = ("nt",) if PRECISIONS[args.dtype].scaled else ("nn",)
+    if PRECISIONS[args.dtype].scaled and (args.epilogue != ("none",) or args.groups is not None or args.distributed
+                                          or args.nproc):
+        print(f"--dtype {args.dtype} runs single products and batches, without --epilogue, --groups, --distributed "
+              "or --nproc", file=sys.stderr)
+        return 2
+    if PRECISIONS[args.dtype].scaled == "rowwise" and args.batch:
+        print("--dtype fp8-rowwise scales single products (a scale per row of A and column of B), not --batch",
               file=sys.stderr)
         return 2
     if args.epilogue != ("none",) and (args.nproc or args.distributed or args.sanitize or args.ncu):

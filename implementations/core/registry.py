@@ -50,7 +50,8 @@ class Prepared(NamedTuple):
     bias: torch.Tensor | None = None  # the bias `run` reads, when it is not the one it was prepared with
     product_rounded: bool = False  # A @ B rounded to C's dtype before the epilogue (an unfused sequence)
     host_sync: str = ""  # why `run` cannot be captured in a CUDA graph (it reads device values on the host)
-    scales: torch.Tensor | None = None  # the scales `run` reads, when they are not the ones it was prepared with
+    scales: tuple[torch.Tensor, torch.Tensor] | None = None  # where `run` reads s_A and s_B, when not from the
+    # scales it was prepared with
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ class Variant:
         rows of a gathered C) instead of a new one. `epilogue`: C = act(A @ B + bias) (check.EPILOGUES), one the
         rung declares, with `bias` (N elements of the operands' dtype) where it adds one. `offsets`: a grouped
         product (C[rows of g] = A[rows of g] @ B[g]; validate.check_groups), in a language the rung declares grouped.
-        `scales`: fp8 operands' (s_A, s_B), C = s_A·s_B·(A @ B) in bf16 (validate.check_scales).
+        `scales`: fp8 operands' (s_A, s_B), C = s_A·s_B·(A @ B) in bf16, or a scale per row of A and column of B
+        (validate.check_scales).
         """
         launcher = self.launcher(lang)
         M, N, K = check_operands(
@@ -148,7 +150,7 @@ class Variant:
             raise ValueError(f"{self.stem} fuses no {epilogue} epilogue; it applies {', '.join(self.epilogues)}")
         check_bias(bias, a, N, EPILOGUES[epilogue].bias)
         fused = {} if epilogue == "none" else {"epilogue": epilogue, "bias": bias.detach()}
-        check_scales(scales, a, a.dtype == PRECISIONS["fp8"].dtype)
+        check_scales(scales, a, b, a.dtype == PRECISIONS["fp8"].dtype)
         if scales is not None:
             fused["scales"] = scales
         if offsets is not None:

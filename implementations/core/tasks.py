@@ -165,7 +165,8 @@ def baseline_label(impl: str, epilogue: str = "none", grouped: bool = False, dty
     """A baseline's rung and name for this problem (the cuBLAS call differs by epilogue, with groups and for fp8)."""
     rung, name = BASELINES[impl]
     if impl == "cublas":
-        name = bench.SCALED_MM if dtype == "fp8" else bench.GROUPS_LOOP if grouped else bench.CUBLAS_CALLS[epilogue]
+        scaled = bool(dtype) and PRECISIONS[dtype].scaled
+        name = bench.SCALED_MM if scaled else bench.GROUPS_LOOP if grouped else bench.CUBLAS_CALLS[epilogue]
     return rung, name
 
 

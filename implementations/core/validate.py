@@ -84,9 +84,10 @@ def check_bias(bias, a: torch.Tensor, N: int, needed: bool) -> None:
                          + ("" if bias.is_contiguous() else ", not contiguous"))
 
 
-def check_scales(scales, a: torch.Tensor, needed: bool) -> None:
-    """The per-tensor scales of fp8 operands: a contiguous fp32 tensor (s_A, s_B) on the operands' device, given
-    for scaled operands and only for them."""
+def check_scales(scales, a: torch.Tensor, b: torch.Tensor, needed: bool) -> None:
+    """The scales of fp8 operands: a contiguous fp32 tensor on the operands' device, (s_A, s_B) per tensor or,
+    for a single product, s_A's M values then s_B's N (a scale per row of A and column of B); given for scaled
+    operands and only for them."""
     if not needed:
         if scales is not None:
             raise ValueError(f"scales were given, but {a.dtype} operands take none (fp8 operands do)")
@@ -94,8 +95,12 @@ def check_scales(scales, a: torch.Tensor, needed: bool) -> None:
     if not isinstance(scales, torch.Tensor):
         raise TypeError(f"{a.dtype} operands need their scales: a torch.Tensor (s_A, s_B), got "
                         f"{type(scales).__name__}")
-    if scales.shape != (2,) or scales.dtype != torch.float32 or scales.device != a.device or not scales.is_contiguous():
-        raise ValueError(f"the scales must be a contiguous float32 tensor (s_A, s_B) on {a.device}; got "
+    M, N = a.shape[-2], b.shape[-1]
+    single = a.dim() == 2 and b.dim() == 2
+    if (scales.shape not in ((2,), (M + N,) if single else (2,)) or scales.dtype != torch.float32
+            or scales.device != a.device or not scales.is_contiguous()):
+        rows = f", or {M} + {N} (s_A's rows, then s_B's columns)" if single else " (per-row scales: single products)"
+        raise ValueError(f"the scales must be a contiguous float32 tensor on {a.device} of 2 (s_A, s_B){rows}; got "
                          f"{tuple(scales.shape)} {scales.dtype} on {scales.device}"
                          + ("" if scales.is_contiguous() else ", not contiguous"))
 

@@ -92,7 +92,7 @@ def _record(task: tasks.Task, dtype: str) -> dict:
 
 def _prepare(task: tasks.Task, dtype: str, device: torch.device, seed: int):
     a, b = make_inputs(*task.shape, PRECISIONS[dtype], device, seed, layout=task.layout)
-    scales = scales_argument(PRECISIONS[dtype], device, seed)  # fp8's, else none
+    scales = scales_argument(PRECISIONS[dtype], device, seed, *task.shape[:2])  # fp8's, else none
     if task.variant is None:
         return cublas_prepare(a, b, **scales)
     return task.variant.prepare(task.impl, a, b, **scales, **task.config)

@@ -13,7 +13,7 @@ from implementations.core import bench, cli
 from implementations.core.check import LAYOUTS, PRECISIONS, make_inputs
 from implementations.core.registry import layout_of
 
-from ..helpers import checked_run, exact_inputs, param_id, rung_configs, skip_unless_runnable
+from ..helpers import checked_run, exact_inputs, param_id, rung_configs, skip_unless_batchable, skip_unless_runnable
 
 CORRECT = [p for p in rung_configs() if not p[0].expect_wrong]
 RAGGED = (33, 17, 47)
@@ -41,6 +41,7 @@ def test_rung_computes_every_layout(variant, lang, config, dtype, layout, device
 @pytest.mark.parametrize("variant, lang, config, dtype", CORRECT, ids=param_id)
 def test_rung_computes_a_batch(variant, lang, config, dtype, device):
     skip_unless_runnable(variant, lang, dtype, device)
+    skip_unless_batchable(dtype)
     result = checked_run(variant, lang, (17, 9, 5), device, dtype, "integers", layout="tn", batch=3, **config)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)
     assert result.size == "3×(17x9x5) tn"

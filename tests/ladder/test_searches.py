@@ -17,7 +17,7 @@ from implementations.core import bench, search
 from implementations.core.check import PRECISIONS
 
 from ..helpers import (AWKWARD_SHAPES, INTERPRETER_BF16, candidate, checked_run, gpu_skip_reason, param_id,
-                       skip_unless_runnable)
+                       skip_unless_batchable, skip_unless_runnable)
 
 # Ragged in every dimension, several GROUP_M groups with a short last one, a partial last wave.
 TUNING_SHAPES = [(17, 33, 5), (97, 61, 130), (1100, 300, 70), (1000, 1531, 777), (1000, 1100, 1028),
@@ -122,6 +122,7 @@ BATCHED = [(v, s, dtype) for v, s, dtype in SEARCHES if s.lang in v.batched]
 @pytest.mark.parametrize("variant, tuned, dtype", BATCHED, ids=search_id)
 def test_every_candidate_of_a_batched_kernel_computes_a_batch(variant, tuned, dtype, device):
     """A batch, on a transposed layout the candidates read in place (they are handed the views directly)."""
+    skip_unless_batchable(dtype)
     native = variant.layouts.get(tuned.lang, ("nn",))
     layout = next(layout for layout in ("tn", "tt", "nt", "nn") if layout in native)
     check_candidates_here(variant, tuned, dtype, device, (21, 17, 9), layout=layout, batch=3)

@@ -1,6 +1,7 @@
-"""v19 fp8: C = s_A·s_B·(A @ B) from e4m3 operands, in bf16, against the float64 product of the stored values.
-Triton runs in the interpreter here; on a GPU every CUDA C candidate runs on nt (read in place) and batches, and
-cuBLASLt's own fp8 GEMM is held to the same bound. The bad inputs of scaled operands."""
+"""v19 fp8: C = s_A·s_B·(A @ B) from e4m3 operands, in bf16, against the float64 product of the stored values,
+with scales per tensor and (fp8-rowwise) per row of A and column of B. Triton runs in the interpreter here; on a
+GPU every CUDA C candidate runs on nt (read in place), batches and per-row scales, and torch._scaled_mm is held to
+the same bound. The bad inputs of scaled operands."""
 
 import dataclasses
 
@@ -9,21 +10,23 @@ import torch
 
 from implementations import v19_fp8 as v19
 from implementations.core import bench, cli
-from implementations.core.check import PRECISIONS, check, make_inputs, make_scales, poison
+from implementations.core.check import PRECISIONS, check, make_inputs, make_scales, poison, reference
 
 from ..helpers import checked_run, gpu_skip_reason, param_id, skip_unless_runnable
 
 V19 = v19.VARIANT
 FP8 = PRECISIONS["fp8"]
+ROWWISE = PRECISIONS["fp8-rowwise"]
 # ragged everywhere, M = 1, K = 1, N = 1, K not a multiple of 16 bytes (padded rows)
 SHAPES = [(33, 17, 47), (1, 40, 9), (19, 3, 1), (5, 1, 6)]
 
 
 @pytest.mark.parametrize("shape", SHAPES, ids=param_id)
 @pytest.mark.parametrize("layout", ["nt", "nn"])
-def test_triton_computes_the_scaled_product(shape, layout, device):
-    skip_unless_runnable(V19, "triton", "fp8", device)
-    result = checked_run(V19, "triton", shape, device, "fp8", layout=layout)
+@pytest.mark.parametrize("dtype", ["fp8", "fp8-rowwise"])
+def test_triton_computes_the_scaled_product(shape, layout, dtype, device):
+    skip_unless_runnable(V19, "triton", dtype, device)
+    result = checked_run(V19, "triton", shape, device, dtype, layout=layout)
     assert result.status == bench.STATUS_OK, (result.note, result.worst)
     # a B of one row or column is a transposed view as it is: nothing to copy
     assert ("copies B to a transposed view" in result.note) == (layout == "nn" and min(shape[1:]) > 1), result.note
@@ -41,24 +44,56 @@ def test_a_kernel_that_drops_the_scales_fails(device, monkeypatch):
     assert result.status == bench.STATUS_WRONG and "outside their limit" in result.note, result.note
 
 
-def test_scales_are_random_or_exact_powers_of_two():
-    scales = make_scales(FP8, "cpu", 3)
-    assert scales.dtype == torch.float32 and scales.shape == (2,)
+def test_a_batch_with_per_row_scales_is_refused_with_the_reason(device):
+    result = checked_run(V19, "triton", (5, 6, 16), device, "fp8-rowwise", layout="nt", batch=2)
+    assert result.status == bench.STATUS_REFUSED and "single products" in result.note, result.note
+
+
+def test_a_kernel_that_reads_per_row_scales_as_two_fails(device, monkeypatch):
+    """Per-row scales differ row by row and column by column: s_A[0]·s_B[0] for every element is wrong."""
+    skip_unless_runnable(V19, "triton", "fp8-rowwise", device)
+
+    def per_tensor(a, b, c, configs, scales=None):
+        return v19.prepare_triton(a, b, c, configs, torch.stack([scales[0], scales[a.shape[-2]]]))
+
+    monkeypatch.setattr(v19, "TRITON_SEARCH", dataclasses.replace(v19.TRITON_SEARCH, prepare=per_tensor, choices={}))
+    result = checked_run(V19, "triton", (33, 17, 47), device, "fp8-rowwise", layout="nt")
+    assert result.status == bench.STATUS_WRONG and "outside their limit" in result.note, result.note
+
+
+@pytest.mark.parametrize("precision, count", [(FP8, 2), (ROWWISE, 5 + 7)])
+def test_scales_are_random_or_exact_powers_of_two(precision, count):
+    scales = make_scales(precision, "cpu", 3, 5, 7)
+    assert scales.dtype == torch.float32 and scales.shape == (count,)
     assert not torch.equal(scales, scales.log2().round().exp2()), "normal inputs get scales that round"
-    exact = make_scales(FP8, "cpu", 3, "integers")
+    exact = make_scales(precision, "cpu", 3, 5, 7, "integers")
     assert torch.equal(exact, exact.log2().round().exp2())
-    assert make_scales(PRECISIONS["bf16"], "cpu", 3) is None
+    assert make_scales(PRECISIONS["bf16"], "cpu", 3, 5, 7) is None
 
 
-@pytest.mark.parametrize("scales, message", [
-    (None, "need their scales"),
-    (torch.ones(3), "contiguous float32 tensor"),
-    (torch.ones(2, dtype=torch.float64), "contiguous float32 tensor"),
+def test_per_row_scales_scale_rows_and_columns():
+    a, b = torch.ones(2, 1, dtype=torch.float64), torch.ones(1, 3, dtype=torch.float64)
+    scales = torch.tensor([1.0, 2.0, 10.0, 100.0, 1000.0])
+    assert torch.equal(reference(a, b, scales=scales), torch.tensor([[10.0, 100, 1000], [20, 200, 2000]]))
+    assert torch.equal(reference(a, b, scales=torch.tensor([2.0, 3.0])), torch.full((2, 3), 6.0, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("scales, batch, message", [
+    (None, 0, "need their scales"),
+    (torch.ones(3), 0, "of 2 \\(s_A, s_B\\), or 8 \\+ 8"),
+    (torch.ones(2, dtype=torch.float64), 0, "contiguous float32 tensor"),
+    (torch.ones(16)[::1], 0, None),
+    (torch.ones(32)[::2], 0, "not contiguous"),
+    (torch.ones(16), 2, "per-row scales: single products"),
 ])
-def test_bad_scales_are_refused_with_a_message(scales, message, device):
-    a, b = make_inputs(8, 8, 16, FP8, device, 1, layout="nt")
+def test_bad_scales_are_refused_with_a_message(scales, batch, message, device):
+    a, b = make_inputs(8, 8, 16, FP8, device, 1, layout="nt", batch=batch)
+    scales = None if scales is None else scales.to(device)
+    if message is None:  # M + N per-row scales are right for a single product
+        V19.prepare("triton", a, b, scales=scales)
+        return
     with pytest.raises((TypeError, ValueError), match=message):
-        V19.prepare("triton", a, b, scales=None if scales is None else scales.to(device))
+        V19.prepare("triton", a, b, scales=scales)
 
 
 def test_scales_with_16_bit_operands_are_refused(device):
@@ -74,37 +109,40 @@ def test_fp8_writes_bf16_and_reads_nt_by_default(capsys, tmp_path):
     assert args.layout is None  # main() fills in the default for the dtype
     code = cli.main(["--dtype", "fp8", "--epilogue", "bias", "--rungs", "19"])
     assert code == 2 and "--dtype fp8 runs single products and batches" in capsys.readouterr().err
+    code = cli.main(["--dtype", "fp8-rowwise", "--batch", "2", "--rungs", "19"])
+    assert code == 2 and "--dtype fp8-rowwise scales single products" in capsys.readouterr().err
     a, b = make_inputs(4, 6, 16, FP8, "cpu", 1, layout="nt")
     assert a.dtype == torch.float8_e4m3fn and b.stride() == (1, 16)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("batch", [0, 3])
-def test_every_cuda_candidate_on_nt_and_batches(batch):
-    """Each CUDA candidate (split-K's too) on nt read in place, alone and in a batch, ragged (K padded to a
-    16-byte pitch) and whole 128×256 tiles, into a NaN-poisoned bf16 C."""
-    if gpu_skip_reason(V19, "cuda", "fp8"):
-        pytest.skip(gpu_skip_reason(V19, "cuda", "fp8"))
+@pytest.mark.parametrize("precision, batch", [(FP8, 0), (FP8, 3), (ROWWISE, 0)], ids=["tensor", "batch", "rowwise"])
+def test_every_cuda_candidate_on_nt_and_batches(precision, batch):
+    """Each CUDA candidate (split-K's too) on nt read in place, alone and in a batch, with per-tensor and per-row
+    scales, ragged (K padded to a 16-byte pitch) and whole 128×256 tiles, into a NaN-poisoned bf16 C."""
+    if gpu_skip_reason(V19, "cuda", precision.name):
+        pytest.skip(gpu_skip_reason(V19, "cuda", precision.name))
     for M, N, K in [(200, 300, 77), (1, 264, 128), (256, 512, 384)]:
-        a, b = make_inputs(M, N, K, FP8, "cuda", 31, layout="nt", batch=batch)
-        scales = make_scales(FP8, "cuda", 31)
+        a, b = make_inputs(M, N, K, precision, "cuda", 31, layout="nt", batch=batch)
+        scales = make_scales(precision, "cuda", 31, M, N)
         c = torch.empty((*((batch,) if batch else ()), M, N), device="cuda", dtype=torch.bfloat16)
         refresh, runs = v19.prepare_cuda(a, b, c, v19.CUDA_SEARCH.candidates, scales=scales)
         for tile, run in runs.items():
             poison(c)
             refresh()
             run()
-            outcome = check(c, a, b, FP8, scales=scales)
+            outcome = check(c, a, b, precision, scales=scales)
             assert outcome.ok, (tile, (M, N, K, batch), outcome.why())
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", [(1024, 1024, 8192), (256, 512, 16384)], ids=param_id)
-def test_cublaslt_meets_the_same_bound(shape):
-    """The bound's accumulation term is the tensor cores' own (about 14 bits per k32 step): cuBLASLt's fp8 GEMM,
-    with the same fast accumulation, is held to it too, at a large K."""
+@pytest.mark.parametrize("precision", [FP8, ROWWISE], ids=["tensor", "rowwise"])
+def test_cublaslt_meets_the_same_bound(shape, precision):
+    """The bound's accumulation term is the tensor cores' own (about 14 bits per k32 step): torch._scaled_mm (per
+    row: torch's CUTLASS kernel), with the same fast accumulation, is held to it too, at a large K."""
     if not torch.cuda.is_available():
         pytest.skip("needs a CUDA device; none was found")
-    result = bench.measure(rung="cuBLAS", name=bench.SCALED_MM, config="", impl="cublas", precision=FP8, shape=shape,
-                           device=torch.device("cuda"), seed=5, prepare=bench.cublas_prepare, layout="nt")
+    result = bench.measure(rung="cuBLAS", name=bench.SCALED_MM, config="", impl="cublas", precision=precision,
+                           shape=shape, device=torch.device("cuda"), seed=5, prepare=bench.cublas_prepare, layout="nt")
     assert result.status == bench.STATUS_OK, (result.note, result.worst)

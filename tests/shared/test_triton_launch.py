@@ -78,7 +78,7 @@ def test_every_triton_candidate_is_right_launch_after_launch(variant, tuned):
         pytest.skip(gpu_skip_reason(variant, "triton", dtype))
     precision = PRECISIONS[dtype]
     a, b = make_inputs(97, 61, 130, precision, "cuda", 3, layout=variant.layouts.get("triton", ("nn",))[0])
-    scaled = scales_argument(precision, "cuda", 3)
+    scaled = scales_argument(precision, "cuda", 3, 97, 61)
     for cand in tuned.candidates:
         c = torch.empty(97, 61, device="cuda", dtype=precision.c_dtype)
         run = tuned.one(a, b, c, cand, **scaled)

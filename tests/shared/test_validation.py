@@ -23,9 +23,9 @@ def first_dtype(variant) -> torch.dtype:
     return PRECISIONS[variant.dtypes[0]].dtype
 
 
-def scales_for(variant, device):
-    """The scales its first dtype takes (fp8's), or None."""
-    return make_scales(PRECISIONS[variant.dtypes[0]], device, 1)
+def scales_for(variant, device, M, N):
+    """The scales its first dtype takes for an M×N product (fp8's), or None."""
+    return make_scales(PRECISIONS[variant.dtypes[0]], device, 1, M, N)
 
 
 def test_inner_dimensions_must_agree(device):
@@ -83,7 +83,7 @@ def test_empty_dimensions_give_the_right_result(variant, M, N, K, lang, device):
     """K = 0 has no TMA tensor map (a zero-width matrix): v14, v15 and v19 write the zeros themselves."""
     skip_where_unsupported(variant, lang, device)
     a, b = operands(M, N, K, device, first_dtype(variant))
-    c = variant.matmul(lang, a, b, scales=scales_for(variant, device))
+    c = variant.matmul(lang, a, b, scales=scales_for(variant, device, M, N))
     assert c.shape == (M, N)
     assert torch.equal(c.double(), reference(a, b)), "K = 0 is an empty sum: all zeros, written by the kernel"
 
@@ -96,7 +96,7 @@ def test_transposed_and_sliced_operands_are_made_contiguous(variant, lang, devic
     a_t = torch.randn(30, 21, device=device).to(dtype).t()  # 21×30, column-major
     b_sliced = torch.randn(30, 40, device=device).to(dtype)[:, ::2]  # 30×20, stride 2
     assert not a_t.is_contiguous() and not b_sliced.is_contiguous()
-    scales = scales_for(variant, device)
+    scales = scales_for(variant, device, 21, 20)
     c = variant.matmul(lang, a_t, b_sliced, scales=scales)
     ref = reference(a_t, b_sliced, scales=scales)
     assert (c.double() - ref).norm() / ref.norm() < PRECISIONS[variant.dtypes[0]].bound(30)
