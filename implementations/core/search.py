@@ -21,7 +21,7 @@ A rung's part:
   `tl.dot` configs against Gluon tiles): the report names the best of every other family too.
 
 At the first call for a problem (rung, language, GPU, dtype, layout, M, N, K, strides and 16-byte
-alignment, epilogue, groups: what the kernels are specialised on) the choice comes from the tuning cache
+alignment, epilogue, groups, per-row scales: what the kernels are specialised on) the choice comes from the tuning cache
 (core/tuning_cache.py) when an earlier search, in any process, left one there; otherwise every candidate
 is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own timer; where
 calls are shorter than GRAPH_BELOW_MS, those that tie within TIE are timed again in a CUDA graph, where
@@ -50,6 +50,7 @@ from typing import Any
 import torch
 
 from . import prebuild, tuning_cache
+from .check import rowwise
 from .validate import check_groups
 
 SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
@@ -175,7 +176,7 @@ class Search:
                              "knows a candidate by its description")
 
     def key(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, epilogue: str = "none",
-            groups: tuple[int, ...] = ()) -> str:
+            groups: tuple[int, ...] = (), scales: torch.Tensor | None = None) -> str:
         """The problem the kernels are specialised on, as canonical JSON: the key of the choices made in
         this process and of the tuning cache."""
         gpu = a.device.type == "cuda"
@@ -195,6 +196,8 @@ class Search:
             problem["epilogue"] = epilogue
         if groups:  # likewise absent for a product that is not grouped
             problem["groups"] = list(groups)
+        if scales is not None and rowwise(scales):  # and for fp8's per-tensor scales: per-row ones cost an epilogue
+            problem["scales"] = "rowwise"
         if graph_timing():  # and for a choice made for calls one at a time
             problem["timing"] = "graph"
         return json.dumps(problem, sort_keys=True)
@@ -212,7 +215,7 @@ class Search:
         candidates = tuple(candidates or self.candidates)
         offsets = fused.get("offsets")
         groups = () if offsets is None else tuple(check_groups(a, b, offsets))
-        key = self.key(a, b, c, fused.get("epilogue", "none"), groups)
+        key = self.key(a, b, c, fused.get("epilogue", "none"), groups, fused.get("scales"))
         why_untimed = untimed_reason(a.device)
         if why_untimed:
             candidates = candidates[:1]

@@ -163,8 +163,10 @@ def test_the_key_tells_apart_what_the_kernels_are_specialised_on():
     keys = {s.key(*operands()), s.key(*operands(M=9)), s.key(*(t.half() for t in operands())),
             s.key(operands()[0].t().contiguous().t(), *operands()[1:]),  # A column-major
             s.key(torch.zeros(8, 4)[:, :2], *operands()[1:]),  # A's rows 4 apart, not 2
-            s.key(torch.zeros(17)[1:].view(8, 2), *operands()[1:])}  # A 4 bytes off 16-byte alignment
-    assert len(keys) == 6
+            s.key(torch.zeros(17)[1:].view(8, 2), *operands()[1:]),  # A 4 bytes off 16-byte alignment
+            s.key(*operands(), scales=torch.ones(8 + 4))}  # per-row scales (per-tensor ones keep the plain key)
+    assert len(keys) == 7
+    assert s.key(*operands(), scales=torch.ones(2)) == s.key(*operands())
     problem = json.loads(s.key(operands()[0].t().contiguous().t(), *operands()[1:]))
     assert problem["layout"] == "tn" and json.loads(s.key(*operands()))["layout"] == "nn"
 
