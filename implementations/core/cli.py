@@ -40,6 +40,8 @@ examples:
   python compare.py --dtype bf16 --rungs 17 --epilogue bias+gelu --sizes 8192x8192x4096,4096
   python compare.py --dtype bf16 --rungs 18 --groups ramp       mixture-of-experts: 8 ragged groups in one launch
   python compare.py --dtype bf16 --rungs 18 --groups 128,0,640,300 --sizes 1068x2048x4096 --timing graph
+  python compare.py --dtype fp8 --rungs 19 --sizes 4096,8192x8192x4096   e4m3, scaled, nt, vs torch._scaled_mm
+  python compare.py --dtype fp8-rowwise --rungs 19     the same with a scale per row of A and column of B
   python compare.py --list
   python compare.py --rungs 3 --sweep TILE=8,16,32,64 --sizes 1024,4096 --plots out/
   python compare.py --rungs 11,15 --sizes 256,512,1024,2048,4096,8192 --json out/sweep.json --plots out/
@@ -111,7 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"instead of --sizes, named shape sets from real models: {', '.join(shapes.SETS)} "
                         f"({shapes.LIST}: print every shape and where it comes from)")
     p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32",
-                   help="operand precision; rungs that do not support it are skipped with the reason (default: fp32)")
+                   help="operand precision; rungs that do not support it are skipped with the reason; fp8: e4m3 "
+                        "with a scale per tensor, fp8-rowwise: per row of A and column of B (default: fp32)")
     p.add_argument("--timing", choices=("events", "graph"), default="events",
                    help="events: CUDA events per call, L2 flushed between calls; graph: many calls in one CUDA "
                         "graph, for small sizes where launch overhead dominates; the tuned rungs' searches time "
