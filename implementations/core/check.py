@@ -62,8 +62,8 @@ import torch.nn.functional as F
 FP32_UNIT_ROUNDOFF = 2.0**-24
 SAFETY = 2.0  # c above
 INPUTS = ("normal", "positive", "wide", "integers")
-WIDE_EXPONENTS = {"fp16": 4, "bf16": 8, "fp32": 8, "tf32": 8, "fp8": 4, "fp8-rowwise": 4}  # 2^±e: fp16's C stays below 65504,
-# fp8's operands below e4m3's 448
+# 2^±e: fp16's C stays below 65504, fp8's operands below e4m3's 448
+WIDE_EXPONENTS = {"fp16": 4, "bf16": 8, "fp32": 8, "tf32": 8, "fp8": 4, "fp8-rowwise": 4}
 INTEGER_RANGE = 4  # integers in [-4, 4]: products <= 16, sums exact in fp32 up to K = 2^20
 
 

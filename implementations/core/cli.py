@@ -88,7 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="C = op(A) @ op(B), op(A) then op(B): n as stored row-major, t a transposed view of a "
                         "row-major matrix; comma-separated from nn, nt, tn, tt. cuBLAS reads the views in place; a rung "
                         "reads the layouts it declares (--list) in place and copies the others inside its timed "
-                        "call, saying so (default: nn; with --dtype fp8 or fp8-rowwise nt, the layout fp8 tensor cores read)")
+                        "call, saying so (default: nn; with --dtype fp8 or fp8-rowwise nt, the layout fp8 tensor "
+                        "cores read)")
     p.add_argument("--batch", type=positive(int), default=0, metavar="B",
                    help="B products of the --sizes matrices each, in one call (cuBLAS: torch.matmul on 3-D "
                         "operands, its batched GEMM); a rung without a batched kernel launches once per matrix "

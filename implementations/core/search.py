@@ -21,13 +21,13 @@ A rung's part:
   `tl.dot` configs against Gluon tiles): the report names the best of every other family too.
 
 At the first call for a problem (rung, language, GPU, dtype, layout, M, N, K, strides and 16-byte
-alignment, epilogue, groups, per-row scales: what the kernels are specialised on) the choice comes from the tuning cache
-(core/tuning_cache.py) when an earlier search, in any process, left one there; otherwise every candidate
-is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own timer; where
-calls are shorter than GRAPH_BELOW_MS, those that tie within TIE are timed again in a CUDA graph, where
-launches no longer hide the kernels' differences; for a benchmark that replays calls in a CUDA graph,
-TVC_SEARCH_TIMING=graph, every candidate is timed that way, its choice kept apart) and the winner is saved
-there. Later calls launch the winner directly. The harness checks the output of that
+alignment, epilogue, groups, per-row scales: what the kernels are specialised on) the choice comes from
+the tuning cache (core/tuning_cache.py) when an earlier search, in any process, left one there; otherwise
+every candidate is timed with do_bench (CUDA events, the L2 flushed before each call: the benchmark's own
+timer; where calls are shorter than GRAPH_BELOW_MS, those that tie within TIE are timed again in a CUDA
+graph, where launches no longer hide the kernels' differences; for a benchmark that replays calls in a
+CUDA graph, TVC_SEARCH_TIMING=graph, every candidate is timed that way, its choice kept apart) and the
+winner is saved there. Later calls launch the winner directly. The harness checks the output of that
 first call, which the winner computed, as it checks any run. The report says where the choice came from.
 
 TVC_SEARCH sets the mode: "time" (the default, as above), "retune" (search even when the cache has a
