@@ -83,17 +83,11 @@ class Tile(NamedTuple):
     STREAM_K: int = 0
     BM: int = BM  # 64: one consumer warpgroup, two CTAs per SM
     SPLIT_K: int = 1  # > 1: each tile's k-blocks cut into this many slices (split-K)
-    PING_PONG: int = 0  # 1 (BM = 64): two consumer warpgroups, one CTA per SM, taking whole tiles in turn
-
-    @property
-    def consumers(self) -> int:
-        """Consumer warpgroups: BM / 64 on one tile, or two on tiles of their own (ping-pong)."""
-        return 2 if self.PING_PONG else self.BM // 64
 
     @property
     def threads(self) -> int:
-        """A producer warpgroup and the consumers."""
-        return 128 * (1 + self.consumers)
+        """A producer warpgroup and BM / 64 consumer warpgroups."""
+        return 128 + 2 * self.BM
 
     def kernel(self, dtype: torch.dtype, layout: str = "nn", epilogue: str = "NoEpilogue",
                groups: str = "NoGroups") -> str:
@@ -119,9 +113,6 @@ CUDA_CANDIDATES = (
     Tile(128, 4, 1, 8, 0, 64),  # one CTA per SM, a deeper ring: about as many tiles as SMs (1024³)
     Tile(64, 5, 1, 8, 0, 64),
     Tile(64, 5, 1, 8, 1, 64),  # and their k-blocks dealt out: fewer tiles than SMs (decode, skinny, small)
-    Tile(256, 4, 2, 8, 0, 64, 1, 1),  # ping-pong: one consumer's epilogue under the other's multiplies
-    Tile(256, 4, 2, 16, 0, 64, 1, 1),
-    Tile(256, 4, 4, 8, 0, 64, 1, 1),  # and B shared by 4 CTAs: read from L2 once per 256 rows, as by pairs of 128
 )
 CUDA_SPLIT_CANDIDATES = (  # tiles cut along k, as Triton's SPLIT_K_CONFIGS: for products of fewer tiles than SMs
     Tile(128, 6, 1, 8, 0, 64, 4),  # decode: a deep ring of B per SM
@@ -134,7 +125,7 @@ KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAY
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
 
 
-C_STAGE_BYTES = 16 * 1024  # a staging buffer of C per consumer warpgroup
+C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consumer warpgroup (BM / 64 here)
 
 
 def tma_writable(c: torch.Tensor) -> bool:
@@ -189,7 +180,7 @@ def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion:
 
 def shared_bytes(tile: Tile) -> int:
     """A candidate's dynamic shared memory: its ring of A and B tiles, C's staging buffers, barriers."""
-    return tile.STAGES * (tile.BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES * tile.consumers + BARRIER_BYTES
+    return tile.STAGES * (tile.BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES * tile.BM // BM + BARRIER_BYTES
 
 
 def cluster_tiles(M: int, N: int, tile: Tile) -> int:

@@ -109,7 +109,7 @@ def operand_boxes(a_t: bool, b_t: bool) -> tuple[tuple[int, int], tuple[int, int
 
 def shared_bytes(tile: Tile) -> int:
     """A candidate's dynamic shared memory: its ring of S and R tiles, C's staging buffers, barriers."""
-    return tile.STAGES * (tile.BS + BR) * BK * 4 + 2 * C_STAGE_BYTES + BARRIER_BYTES  # two consumers
+    return tile.STAGES * (tile.BS + BR) * BK * 4 + C_STAGE_BYTES + BARRIER_BYTES
 
 
 def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES):

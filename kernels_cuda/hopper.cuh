@@ -116,12 +116,6 @@ __device__ __forceinline__ void named_barrier(unsigned id, unsigned threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Arrive on named barrier `id` without waiting: the threads that bar.sync on it (the rest of `threads`) go on once
-// these have arrived. One side signals, the other waits.
-__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 // Four 8×8 matrices of 16-bit elements from a warp's registers into shared memory, ldmatrix's inverse:
 // lane l gives the address of row l % 8 of matrix l / 8, and register k holds two adjacent elements of
 // row (lane / 4) of matrix k, which is how an mma or wgmma accumulator fragment lays out each 8×8 block.

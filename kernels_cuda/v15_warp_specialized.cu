@@ -8,13 +8,12 @@
 // transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one (fp8: A_T = 0, B_T = 1 only).
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, PING_PONG, A_T, B_T, Epilogue, Groups>,
-// INPUT 0 fp16, 1 bf16, 2 e4m3; tile 128×BN×BK, BK = 64 (128 for fp8: a 128-byte row either way), BN = 256, or 128
-// or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128) for products of few rows:
-// one consumer warpgroup, two CTAs per SM; or BM = 64 with PING_PONG: two consumer warpgroups taking 64×BN tiles
-// in turn. Launch: 128 + 128 × consumers threads (a producer warpgroup and PING_PONG ? 2 : BM / 64 consumers),
-// grid = CLUSTER_M × the clusters that fit at once (at most one per cluster tile, or SPLIT_K), persistent. Dynamic
-// shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of tiles + 16 KB per consumer for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and
+// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, A_T, B_T, Epilogue, Groups>, INPUT 0
+// fp16, 1 bf16, 2 e4m3; tile 128×BN×BK, BK = 64 (128 for fp8: a 128-byte row either way), BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64
+// (BN ≤ 128) for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads
+// (a producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
+// one per cluster tile, or SPLIT_K), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of
+// tiles + BM / 4 KB for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and
 // `flags` BM / 64 zeroed ints per CTA (left zeroed); with SPLIT_K > 1, SPLIT_K × BM × BN floats and BM / 64
 // zeroed ints (left zeroed) per CTA tile. `timeline`:
 // null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
@@ -68,13 +67,6 @@
 //     tile to finish adds the others' fp32 partial sums, in slice order, before the epilogue (see
 //     split_k_fixup: Triton's split_k_kernel in v15_warp_specialized.py does the same). Nobody waits:
 //     the last to arrive finds every other partial written.
-//   - Ping-pong (PING_PONG = 1, BM = 64), a search candidate. With two consumers on one tile, the tensor cores
-//     wait while both run the epilogue; a heavy one (v17's GELU: two MUFU operations per element) costs that
-//     much of the product. Here the consumers take whole 64×BN tiles in turn from the one ring, so one
-//     multiplies while the other runs its epilogue. Their mainloops must not overlap: a consumer may wait on
-//     a slot's `full` barrier only once the other has waited on all of its tile's (a parity wait cannot tell
-//     a phase from the one two laps on), so each tile starts at a named barrier the other arrives on. The
-//     price: B is read from L2 once per 64 rows instead of 128.
 //   - Epilogue. Each consumer warpgroup writes its 64×BN block of C, rounded, into a swizzled 16 KB
 //     staging buffer 128 columns at a time (stmatrix: 16 bytes per lane per instruction), and one
 //     thread hands each part to TMA (a bulk tensor store that clips at the matrix edges); the
@@ -374,10 +366,9 @@ __device__ __forceinline__ void wgmma_k_step(float (&d)[R], u64 a, u64 b, int ac
     }
 }
 
-template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K, int PING_PONG,
-          int A_T, int B_T, typename Epilogue = NoEpilogue, template <int, int, int, int> class Groups = NoGroups>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1)
-    __launch_bounds__(PING_PONG ? 384 : 128 + 2 * BM, BM == 64 && SPLIT_K == 1 && !PING_PONG ? 2 : 1)
+template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K, int A_T,
+          int B_T, typename Epilogue = NoEpilogue, template <int, int, int, int> class Groups = NoGroups>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 && SPLIT_K == 1 ? 2 : 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
@@ -385,14 +376,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                      const unsigned short* __restrict__ bias, const int* __restrict__ offsets,
                      const float* __restrict__ scales, int rowwise) {
     static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
-    static_assert(BM == 128 || (BM == 64 && (BN <= 128 || PING_PONG)), "two CTAs per SM leave 128 registers a thread");
-    static_assert(!PING_PONG || (BM == 64 && SPLIT_K == 1 && !STREAM_K), "ping-pong: whole 64-row tiles, one a turn");
+    static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
     static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
     static_assert(INPUT != V15_E4M3 || (!A_T && B_T), "fp8 wgmma reads both operands K-major: nt only");
     constexpr bool FP8 = INPUT == V15_E4M3;
     constexpr int IS_BF16 = INPUT != 0;  // C's type: fp16 for fp16, bf16 for bf16 and fp8
-    constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, B_BOXES = BN / 64;
-    constexpr int BLOCKS = BM / 64, CONSUMERS = PING_PONG ? 2 : BLOCKS;  // a tile's 64-row blocks; consumer warpgroups
+    constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, CONSUMERS = BM / 64, B_BOXES = BN / 64;
     constexpr int A_BYTES = BM * V15_ROW_BYTES, B_BYTES = BN * V15_ROW_BYTES;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, a C staging buffer per consumer (1024-byte
     //         aligned for the swizzle), barriers ----
@@ -429,7 +418,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbar_init(&full[s], 1);               // this CTA's producer: expect_tx (+ the bytes of A and all of B)
-            mbar_init(&empty[s], BLOCKS * CLUSTER_M);  // each consumer warpgroup of the slot's tile, in each CTA
+            mbar_init(&empty[s], CONSUMERS * CLUSTER_M);  // each consumer warpgroup of each CTA in the cluster
         }
         fence_barrier_init();
     }
@@ -456,7 +445,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                     // A: BM / 64 boxes of 64 × 64, each 64 rows of A (or, A_T, 64 columns of the stored K×M);
                     // B: BN / 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
                     unsigned char* a_tile = a_tiles + s * A_BYTES;
-                    for (int box = 0; box < BLOCKS; ++box) {
+                    for (int box = 0; box < CONSUMERS; ++box) {
                         const int m = groups.first_row() + tile_m * BM + box * 64;
                         tma_load_3d(a_tile + box * V15_BOX_BYTES, &a_map, &full[s], A_T ? m : k0, A_T ? k0 : m,
                                     a_matrix);
@@ -479,8 +468,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
             });
         }
     } else {
-        // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127 (ping-pong:
-        // each its own tiles, rows 0-63).
+        // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
         if constexpr (CONSUMERS == 2) setmaxnreg_inc<GROUPED ? 224 : 232>();  // 128 · 56 + 256 · 224 ≤ 64 K registers
         float d[BN / 2] = {};
         const float scale = FP8 && !rowwise ? scales[0] * scales[1] : 1.0f;  // s_A·s_B, read once
@@ -489,13 +477,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
         // or second 8 KB of the tile either way: 64 K-major rows of 128 bytes, or one 64-row box (A_T).
         // K-major: leading offset unused, 8-row groups 1024 bytes apart; M/N-major: 64-wide boxes 8 KB
         // apart, 8 k-rows 1024 bytes apart.
-        const int own_rows = PING_PONG ? 0 : warpgroup - 1;  // this warpgroup's 64-row block of a tile
-        const u64 a_desc0 = smem_desc(a_tiles + own_rows * V15_BOX_BYTES, A_T ? V15_BOX_BYTES : 16, 1024);
+        const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * V15_BOX_BYTES, A_T ? V15_BOX_BYTES : 16, 1024);
         const u64 b_desc0 = smem_desc(b_tiles, B_T ? 16 : V15_BOX_BYTES, 1024);
         // A k-step (16 k; fp8: 32): 32 bytes along a K-major tile's rows, 16 rows (2048 bytes) down an M/N-major one.
         constexpr int A_STEP = (A_T ? 16 * 128 : 32) / 16, B_STEP = (B_T ? 32 : 16 * 128) / 16;
-        int it = 0;  // k-blocks consumed (ping-pong: by either consumer): slot it % STAGES, phase (it / STAGES) & 1
-        int turn = 0;  // ping-pong: the cluster's tiles so far; even ones are warpgroup 1's
+        int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
         Timeline trace(timeline);
         auto release = [&](int s) {  // one arrival per CTA of the cluster, from lanes 0.. in parallel
             const unsigned lane = threadIdx.x % 128;
@@ -508,13 +494,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
         schedule.for_each([&](int t, int kb0, int kb1) {
             int product, tile_m, tile_n;
             tile_of(t, product, tile_m, tile_n);
-            if constexpr (PING_PONG) {  // the other's tile: its k-blocks pass through the ring all the same
-                if (turn++ % 2 != warpgroup - 1) {
-                    it += kb1 - kb0;
-                    return;
-                }
-                if (turn > 1) named_barrier(2 + warpgroup, 256);  // until the other has waited on its last slot
-            }
             for (int kb = kb0; kb < kb1; ++kb, ++it) {
                 const int s = it % STAGES;
                 mbar_wait(&full[s], (it / STAGES) & 1);
@@ -531,9 +510,6 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                 // Release the previous k-block's slot, in every CTA of the cluster.
                 wgmma_wait<1>();
                 if (kb > kb0) release((it - 1) % STAGES);
-            }
-            if constexpr (PING_PONG) {  // the next tile, if any, is the other's: it may wait on the ring now
-                if (t + schedule.clusters < schedule.dp_tiles) named_barrier_arrive(5 - warpgroup, 256);
             }
             if (SPLIT_K == 1 || kb1 > kb0) {
                 wgmma_wait<0>();
@@ -563,14 +539,14 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
             // ---- split-K: every slice leaves its partial sums; the tile's last slice to finish adds them ----
             if constexpr (SPLIT_K > 1) {
                 const int block = (t * CLUSTER_M + rank) * CONSUMERS + warpgroup - 1;  // this warpgroup's 64×BN
-                const int rows = M - (groups.first_row() + tile_m * BM + own_rows * 64);
+                const int rows = M - (groups.first_row() + tile_m * BM + (warpgroup - 1) * 64);
                 if (!split_k_fixup<SPLIT_K>(d, partials, flags, block, schedule.slice_of(kb0), rows, warpgroup,
                                             &tickets[warpgroup - 1]))
                     return;
             }
             // ---- 4. the epilogue in registers (fp8's scales; v17's bias and activation; none here), then write
             //         back, while the producer already fills the ring with the next tile ----
-            const int row0 = groups.first_row() + tile_m * BM + own_rows * 64;
+            const int row0 = groups.first_row() + tile_m * BM + (warpgroup - 1) * 64;
             if constexpr (FP8) apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, tile_n * BN);
             apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
             // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored
