@@ -19,8 +19,8 @@ CUDA C and Triton side by side:
 | an epilogue | a type: `BIAS`, `apply(x)`; one instantiation each | one compilation per constexpr value |
 | where it runs | `apply_epilogue` on the accumulator fragment, | on `acc`, before `acc.to(...)` and either |
 |  | before stmatrix + TMA store or the direct stores | `c_desc.store` or `tl.store` |
-| the bias | each thread loads its own columns' bias once per | `tl.load(bias_ptr + offs)[None, :]`: |
-|  | tile (pairs: 4-byte loads) and adds it to its rows | a row vector, broadcast over the rows |
+| the bias | the warpgroup stages the tile's bias in shared | `tl.load(bias_ptr + offs)[None, :]`: |
+|  | memory; each thread reads its columns' pairs | a row vector, broadcast over the rows |
 | ReLU | `fmaxf(x, 0.0f)` | `tl.maximum(acc, 0.0)` |
 | GELU (tanh form) | `__fdividef(x, 1 + __expf(-2t))` = x·sigmoid(2t) | `acc / (1 + tl.exp(-2t))`, the same |
 | stream-K | partial sums added first, the epilogue once per tile | (no stream-K) |

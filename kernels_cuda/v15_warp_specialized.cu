@@ -111,31 +111,42 @@ struct NoEpilogue {
 };
 
 // The accumulator fragment (see store_accumulators): thread t holds columns col0 + 8j + 2·(t % 4) and the
-// next, each in two rows, so it reads the bias of its columns once per tile (the bias is a row vector: the
-// same for every row) and adds it to both. Pairs are read as one 4-byte load where the bias allows it.
+// next, each in two rows, and needs the bias of its columns (a row vector: the same for every row) once per tile.
+// Read straight from global memory, each thread's R / 4 loads were each followed by the conversion that needed
+// them (ptxas kept the edge tests as branches), so the warpgroup waited out one load latency per column block.
+// Instead the warpgroup stages the block's bias in its C staging buffer, free between stores: each thread loads
+// one pair (one 4-byte load where the bias allows it), one wait in all, then every thread reads its pairs from
+// shared memory (four addresses a warp: broadcasts). The next fill of the buffer with C begins at a barrier.
 template <typename Epilogue, int IS_BF16, int R>
 __device__ __forceinline__ void apply_epilogue(float (&d)[R], const unsigned short* __restrict__ bias, int N,
-                                               int col0) {
-    const int col = col0 + 2 * (threadIdx.x % 4);
-    const bool pairs = (reinterpret_cast<u64>(bias) & 3) == 0;
-#pragma unroll
-    for (int j = 0; j < R / 4; ++j) {
-        if constexpr (Epilogue::BIAS) {
-            const int n = col + 8 * j;
-            float lo = 0.0f, hi = 0.0f;
-            if (n + 1 < N && pairs) {
-                const unsigned two = *reinterpret_cast<const unsigned*>(bias + n);
-                lo = to_float<IS_BF16>(static_cast<unsigned short>(two & 0xFFFF));
-                hi = to_float<IS_BF16>(static_cast<unsigned short>(two >> 16));
+                                               int col0, unsigned char* stage, unsigned barrier_id) {
+    if constexpr (Epilogue::BIAS) {
+        unsigned* pairs = reinterpret_cast<unsigned*>(stage);  // pair i: columns col0 + 2i and the next
+        const int t = threadIdx.x % 128;
+        const bool aligned = (reinterpret_cast<u64>(bias) & 3) == 0;
+        if (t == 0) bulk_wait_read<0>();  // the last store through the buffer has read it
+        named_barrier(barrier_id, 128);
+        for (int i = t; i < R; i += 128) {  // R pairs: the block's 2·R columns
+            const int n = col0 + 2 * i;
+            unsigned two = 0;
+            if (n + 1 < N && aligned) {
+                two = *reinterpret_cast<const unsigned*>(bias + n);
             } else if (n < N) {
-                lo = to_float<IS_BF16>(bias[n]);
-                if (n + 1 < N) hi = to_float<IS_BF16>(bias[n + 1]);
+                two = bias[n] | (n + 1 < N ? static_cast<unsigned>(bias[n + 1]) << 16 : 0u);
             }
+            pairs[i] = two;
+        }
+        named_barrier(barrier_id, 128);
+#pragma unroll
+        for (int j = 0; j < R / 4; ++j) {
+            const unsigned two = pairs[4 * j + t % 4];
+            const float lo = to_float<IS_BF16>(static_cast<unsigned short>(two & 0xFFFF));
+            const float hi = to_float<IS_BF16>(static_cast<unsigned short>(two >> 16));
             d[4 * j] += lo, d[4 * j + 1] += hi, d[4 * j + 2] += lo, d[4 * j + 3] += hi;
         }
-#pragma unroll
-        for (int i = 4 * j; i < 4 * j + 4; ++i) d[i] = Epilogue::apply(d[i]);
     }
+#pragma unroll
+    for (int i = 0; i < R; ++i) d[i] = Epilogue::apply(d[i]);
 }
 
 // fp8's scales (v19): × s_A·s_B, read once per launch (`scale`), or, where `rows` is given (s_A's M values, then
@@ -548,7 +559,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             //         back, while the producer already fills the ring with the next tile ----
             const int row0 = groups.first_row() + tile_m * BM + (warpgroup - 1) * 64;
             if constexpr (FP8) apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, tile_n * BN);
-            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN);
+            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES,
+                                              warpgroup);
             // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored
             // from registers, masked at the group's end: TMA clips a store at the matrix's edge only.
             const int matrix = GROUPED ? 0 : product, row_end = GROUPED ? groups.row_end() : M;
