@@ -59,6 +59,7 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from .core import prebuild
 from .core.check import LAYOUTS, rowwise
 from .core.cuda_c import MAX_GRID, CudaSource, bind, check_grid, function_pointer, tensor_map
 from .core.cuda_c import cupy as kernel_cupy
@@ -193,10 +194,13 @@ TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
 
 def launch_candidates(problem: TmaProblem, c, tiles, source: CudaSource = KERNELS, epilogue: str = "NoEpilogue",
                       offsets: torch.Tensor | None = None, **options) -> dict:
-    """{tile: launch_candidate(...)} for these tiles, their kernels compiled side by side first: each launch
-    asks the driver how many of its clusters fit (resident_clusters), which needs the compiled kernel."""
-    groups = "NoGroups" if offsets is None else "Groups"
-    source.compile([t.kernel(problem.dtype, problem.layout, epilogue, groups) for t in tiles], c.device.index)
+    """{tile: launch_candidate(...)} for these tiles. Each launch asks the driver how many of its clusters fit
+    (resident_clusters), which needs the compiled kernel: inside a search that is left to the search, which
+    compiles the candidates side by side when it times them and only the choice when the tuning cache has
+    it; outside one (the tests launch every candidate) they are compiled side by side here."""
+    if not prebuild.collecting_now():
+        groups = "NoGroups" if offsets is None else "Groups"
+        source.compile([t.kernel(problem.dtype, problem.layout, epilogue, groups) for t in tiles], c.device.index)
     return {tile: launch_candidate(problem, c, tile, source=source, epilogue=epilogue, offsets=offsets, **options)
             for tile in tiles}
 
@@ -221,8 +225,30 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     check_bias(bias, c, problem.N, epilogue != "NoEpilogue")  # the kernel reads N elements of it, or none
     smem = shared_bytes(tile)
     kernel = tile.kernel(problem.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
-    if clusters is None:
-        clusters = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
+    if clusters is not None:
+        return bind_candidate(problem, c, tile, clusters, timeline, bias, source, offsets, scales, kernel, smem)
+    # The grid's size needs the compiled kernel, so the launch is bound at its first call: a choice the tuning
+    # cache gives compiles only itself. A search compiles every candidate first, side by side (prebuild).
+    device = c.device.index
+    prebuild.add((source.path, kernel, device), lambda pool: pool.submit(source.function, kernel, device))
+    bound = []
+
+    def run():
+        if not bound:
+            if torch.cuda.is_current_stream_capturing():
+                raise RuntimeError(f"{kernel}: its first call compiles it, which a CUDA graph capture cannot hold; "
+                                   "call it once before capturing")
+            fit = resident_clusters(source, kernel, c.device, tile.CLUSTER_M, smem, tile.threads)
+            bound.append(bind_candidate(problem, c, tile, fit, timeline, bias, source, offsets, scales, kernel, smem))
+            run.tensors = bound[0].tensors  # as bind's launch has them, once bound
+        return bound[0]()
+
+    return run
+
+
+def bind_candidate(problem: TmaProblem, c, tile: Tile, clusters: int, timeline, bias, source: CudaSource, offsets,
+                   scales, kernel: str, smem: int):
+    """launch_candidate's launch on a grid of at most `clusters` clusters (see there)."""
     if offsets is None:
         clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile) * tile.SPLIT_K)
     else:  # each group's last cluster row may be partly empty: at most one more cluster row per group

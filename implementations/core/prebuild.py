@@ -30,6 +30,11 @@ def collecting() -> Iterator[list[Step]]:
         _OPEN.pop()
 
 
+def collecting_now() -> bool:
+    """Whether a `collecting()` block is open: a launcher may then leave its compiles to the search."""
+    return bool(_OPEN)
+
+
 def add(key: Hashable, start: Callable[[Executor], object]) -> None:
     """A bound launch's compile step, kept where a `collecting()` block is open. `start(pool)` compiles on
     the pool, or returns at once where there is nothing left to compile."""

@@ -88,11 +88,11 @@ def test_v15_stream_k_is_right_on_any_grid_run_after_run(shape, dtype, tile):
     for clusters in (3, 5, 7, None):
         c = torch.empty(shape[0], shape[1], device="cuda", dtype=a.dtype)
         refresh, runs = v15.prepare_cuda(a, b, c, (tile,), clusters)
-        flags = runs[tile].tensors[2]  # the kernel's tensors: c, partials, flags, timeline, bias
         for _ in range(3):
             poison(c)
             refresh()
             runs[tile]()
+            flags = runs[tile].tensors[2]  # the kernel's tensors (bound by the first call): c, partials, flags, ...
             outcome = compare(c, ref, precision.bound(shape[2]))
             assert outcome.ok, (clusters, outcome)
             assert not flags.any(), (clusters, flags)
@@ -124,3 +124,22 @@ def test_v15_timeline_stamps_each_cta_in_order_and_leaves_the_product_right():
         marks = [start_clk, *tiles[:4], end_clk]
         assert all(x < y for x, y in zip(marks, marks[1:])), cta
         assert not any(tiles[4:]), cta
+
+
+def test_v15_inside_a_search_the_candidates_compile_when_the_search_says():
+    """Inside a search the launcher compiles nothing: each candidate leaves its compile step to the search (which
+    runs them side by side when it times the candidates, and none when the tuning cache has the choice), and a
+    candidate launched without them compiles at its first call, right."""
+    from implementations.core import prebuild
+
+    v15 = v15_or_skip("bf16")
+    precision = PRECISIONS["bf16"]
+    a, b = make_inputs(300, 200, 100, precision, "cuda", 41)
+    c = torch.empty(300, 200, device="cuda", dtype=a.dtype)
+    with prebuild.collecting() as steps:
+        refresh, runs = v15.prepare_cuda(a, b, c)
+    assert len(dict(steps)) == len(v15.CUDA_CANDIDATES)
+    poison(c)
+    refresh()
+    runs[v15.CUDA_CANDIDATES[-1]]()
+    assert check(c, a, b, precision).ok
