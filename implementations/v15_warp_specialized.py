@@ -194,15 +194,20 @@ TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
 
 def launch_candidates(problem: TmaProblem, c, tiles, source: CudaSource = KERNELS, epilogue: str = "NoEpilogue",
                       offsets: torch.Tensor | None = None, **options) -> dict:
-    """{tile: launch_candidate(...)} for these tiles. Each launch asks the driver how many of its clusters fit
-    (resident_clusters), which needs the compiled kernel: inside a search that is left to the search, which
-    compiles the candidates side by side when it times them and only the choice when the tuning cache has
-    it; outside one (the tests launch every candidate) they are compiled side by side here."""
-    if not prebuild.collecting_now():
-        groups = "NoGroups" if offsets is None else "Groups"
-        source.compile([t.kernel(problem.dtype, problem.layout, epilogue, groups) for t in tiles], c.device.index)
-    return {tile: launch_candidate(problem, c, tile, source=source, epilogue=epilogue, offsets=offsets, **options)
-            for tile in tiles}
+    """{tile: launch_candidate(...)} for these tiles. Each launch needs its compiled kernel for its grid's size
+    (resident_clusters): inside a search the compiles are left to the search, which runs them side by side when
+    it times the candidates and runs none when the tuning cache has the choice (which compiles at its first
+    call); outside one (the tests launch every candidate) they run side by side here."""
+    def launches():
+        return {tile: launch_candidate(problem, c, tile, source=source, epilogue=epilogue, offsets=offsets, **options)
+                for tile in tiles}
+
+    if prebuild.collecting_now():
+        return launches()
+    with prebuild.collecting() as compiles:
+        bound = launches()
+    prebuild.build(compiles)
+    return bound
 
 
 def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = None,

@@ -21,7 +21,6 @@ import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -144,14 +143,6 @@ class CudaSource:
                     kernel = self._compile_for_arch(cp, name)
             self._compiled[(device, name)] = kernel
         return kernel
-
-    def compile(self, names: Sequence[str], device: int) -> None:
-        """Compile these kernels for CUDA device `device` side by side, those not compiled yet (NVRTC
-        compiles outside the GIL): for launchers that need compiled kernels before they launch."""
-        missing = [n for n in dict.fromkeys(names) if (device, n) not in self._compiled]
-        if len(missing) > 1:
-            with ThreadPoolExecutor(max_workers=min(len(missing), os.cpu_count() or 1)) as pool:
-                list(pool.map(self.function, missing, [device] * len(missing)))
 
     def _compile_for_arch(self, cp, name: str):
         """NVRTC through cuda-python for an arch-specific target, loaded by CuPy.
