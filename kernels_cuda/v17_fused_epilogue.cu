@@ -9,7 +9,8 @@
 //
 // An epilogue is a type with BIAS (add bias[column] first) and apply(x) (then this, to every element);
 // v15's apply_epilogue hook stages the tile's bias in shared memory once per tile, adds to each accumulator
-// its column's, and calls apply on all of them. The types are stateless, so the compiler sees the whole epilogue inline.
+// its column's, and calls apply on all of them. The types are stateless, so the compiler sees the whole
+// epilogue inline.
 #include "v15_warp_specialized.cu"
 
 struct Bias {
