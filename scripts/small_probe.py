@@ -5,6 +5,12 @@ output checked. What chose v15's SPLIT_K_CONFIGS, and what ruled out L2 promotio
 Triton kernel's loss at ragged shapes (docs/notes/v15.md). Needs an H100 or H200; about three minutes.
 
     python scripts/small_probe.py --json out/small_probe.json
+
+With --sizes, the candidates v15's searches would be given at those shapes (and --batch), plus tiles and
+configs that are not candidates (--cuda, --triton), each timed both ways, events (L2 flushed, launch
+included) and in a CUDA graph, against cuBLAS timed the same ways:
+
+    python scripts/small_probe.py --sizes 1024,128x4096x4096 --cuda "128,4,2,8,0,64" --triton "64,128,64,4,4"
 """
 
 import argparse
@@ -16,10 +22,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch  # noqa: E402
-from triton.testing import do_bench_cudagraph  # noqa: E402
+from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
 
 from implementations import v15_warp_specialized as v15  # noqa: E402
 from implementations.core.check import PRECISIONS, check, make_inputs  # noqa: E402
+from implementations.core.tasks import parse_sizes  # noqa: E402
 
 PRECISION = PRECISIONS["bf16"]
 FEW_TILES = [(16, 4096, 4096), (128, 8192, 8192), (1024, 1024, 1024), (512, 512, 512), (256, 256, 256),
@@ -34,10 +41,19 @@ def split_k_configs():
             if not (bm == 128 and bn == 256 and (stages == 6 or split > 4))]
 
 
-def probe(label, shape, prepare, out):
-    """Time and check every run `prepare(a, b, c)` binds, print the fastest twelve, keep all in `out`."""
-    a, b = make_inputs(*shape, PRECISION, "cuda", 1)
-    c = torch.empty(shape[0], shape[1], device="cuda", dtype=a.dtype)
+def graph_us(fn):
+    return 1000 * do_bench_cudagraph(fn, rep=30)
+
+
+def events_us(fn):
+    return 1000 * do_bench(fn, warmup=10, rep=50)
+
+
+def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),)):
+    """Time (each of `timers`) and check every run `prepare(a, b, c)` binds, print the fastest twelve by the
+    first timer, keep all in `out`."""
+    a, b = make_inputs(*shape, PRECISION, "cuda", 1, batch=batch)
+    c = torch.empty(*a.shape[:-1], shape[1], device="cuda", dtype=a.dtype)
     refresh, runs = prepare(a, b, c)
     results = {}
     for cand, run in runs.items():
@@ -47,25 +63,61 @@ def probe(label, shape, prepare, out):
         try:
             call()
             right = check(c, a, b, PRECISION).ok
-            results[str(cand)] = (1000 * do_bench_cudagraph(call, rep=30), right)
+            results[str(cand)] = ([timer(call) for _, timer in timers], right)
         except Exception as exc:  # a configuration that does not fit (shared memory) is reported, not fatal
             results[str(cand)] = (None, str(exc).splitlines()[0][:100])
-    cublas = 1000 * do_bench_cudagraph(lambda: torch.matmul(a, b), rep=30)
-    print(f"== {label} {shape}: cuBLAS {cublas:.2f} µs", flush=True)
-    ranked = sorted((r for r in results.items() if r[1][0]), key=lambda r: r[1][0])
-    for cand, (us, right) in ranked[:12]:
-        print(f"   {us:8.2f} µs {100 * cublas / us:5.1f}% {'ok' if right is True else 'WRONG'}  {cand}", flush=True)
-    out[f"{label} {shape}"] = {"cublas_us": cublas, "runs": results}
+    cublas = [timer(lambda: torch.matmul(a, b)) for _, timer in timers]
+    names = " / ".join(name for name, _ in timers)
+    print(f"== {label} {f'{batch}×' if batch else ''}{shape}: cuBLAS {names} "
+          + " / ".join(f"{us:.2f}" for us in cublas) + " µs", flush=True)
+    ranked = sorted((r for r in results.items() if r[1][0]), key=lambda r: r[1][0][0])
+    for cand, (times, right) in ranked[:12]:
+        cells = "  ".join(f"{us:8.2f} µs {100 * base / us:5.1f}%" for us, base in zip(times, cublas))
+        print(f"   {cells} {'ok' if right is True else 'WRONG'}  {cand}", flush=True)
+    out[f"{label} {f'{batch}x' if batch else ''}{shape}"] = {"timers": names, "cublas_us": cublas, "runs": results}
+
+
+def probe_sizes(args, out):
+    """--sizes: at each shape the candidates v15's searches would be given, plus --cuda and --triton."""
+    extra_tiles = [v15.Tile(*map(int, t.split(","))) for t in args.cuda.split()]
+    extra_configs = [v15.tma_config(*map(int, t.split(",")), FLATTEN=True) for t in args.triton.split()]
+    tiles = v15.CUDA_CANDIDATES + v15.CUDA_SPLIT_CANDIDATES + tuple(extra_tiles)
+    source = v15.CudaSource(v15.__name__, [t.kernel(d, "nn") for d in v15.IS_BF16 for t in tiles], arch="sm_90a")
+    timers = (("events", events_us), ("graph", graph_us))
+    for shape in args.sizes:
+        products = max(args.batch, 1)
+        split = v15.few_tiles(shape[0], shape[1], products, torch.device("cuda"))
+        cuda = v15.CUDA_CANDIDATES + (v15.CUDA_SPLIT_CANDIDATES if split else ()) + tuple(extra_tiles)
+        triton = (v15.TRITON_CONFIGS + (v15.SPLIT_K_CONFIGS if split else ())
+                  + (v15.POINTER_CONFIGS if split or args.batch else ()) + tuple(extra_configs))
+
+        def prepare_cuda(a, b, c):
+            problem, refresh = v15.tma_problem(a, b, c)
+            return refresh, v15.launch_candidates(problem, c, cuda, source=source)
+
+        probe("cuda", shape, prepare_cuda, out, args.batch, timers)
+        probe("triton", shape, lambda a, b, c: v15.prepare_triton(a, b, c, triton), out, args.batch, timers)
 
 
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--json", type=Path, help="write every time and check here")
+    p.add_argument("--sizes", type=parse_sizes, help="probe these shapes instead (N or MxNxK, comma-separated)")
+    p.add_argument("--batch", type=int, default=0, help="with --sizes: a batch of this many products")
+    p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, each "
+                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K], space-separated")
+    p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, each "
+                   "BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages (flattened), space-separated")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("small_probe.py needs a CUDA device (sm_90): it times Hopper kernels", file=sys.stderr)
         return 2
     out = {}
+    if args.sizes:
+        probe_sizes(args, out)
+        if args.json:
+            args.json.write_text(json.dumps(out, indent=1))
+        return 0
     configs = v15.TRITON_CONFIGS + tuple(split_k_configs())
     for shape in FEW_TILES:
         probe("triton", shape, lambda a, b, c: v15.prepare_triton(a, b, c, configs), out)
