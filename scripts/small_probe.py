@@ -77,10 +77,16 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),)):
     out[f"{label} {f'{batch}x' if batch else ''}{shape}"] = {"timers": names, "cublas_us": cublas, "runs": results}
 
 
+def triton_config(bm, bn, bk, warps, stages, split_k=1):
+    """A persistent (flattened) config, or a split-K one in `split_k` slices."""
+    knobs = {"SPLIT_K": split_k} if split_k > 1 else {"FLATTEN": True}
+    return v15.tma_config(bm, bn, bk, warps, stages, **knobs)
+
+
 def probe_sizes(args, out):
     """--sizes: at each shape the candidates v15's searches would be given, plus --cuda and --triton."""
     extra_tiles = [v15.Tile(*map(int, t.split(","))) for t in args.cuda.split()]
-    extra_configs = [v15.tma_config(*map(int, t.split(",")), FLATTEN=True) for t in args.triton.split()]
+    extra_configs = [triton_config(*map(int, t.split(","))) for t in args.triton.split()]
     tiles = v15.CUDA_CANDIDATES + v15.CUDA_SPLIT_CANDIDATES + tuple(extra_tiles)
     source = v15.CudaSource(v15.__name__, [t.kernel(d, "nn") for d in v15.IS_BF16 for t in tiles], arch="sm_90a")
     timers = (("events", events_us), ("graph", graph_us))
@@ -107,7 +113,8 @@ def main() -> int:
     p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, each "
                    "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K], space-separated")
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, each "
-                   "BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages (flattened), space-separated")
+                   "BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (persistent and flattened, or split-K), "
+                   "space-separated")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("small_probe.py needs a CUDA device (sm_90): it times Hopper kernels", file=sys.stderr)
