@@ -118,9 +118,14 @@ CUDA_CANDIDATES = (
 CUDA_SPLIT_CANDIDATES = (  # tiles cut along k, as Triton's SPLIT_K_CONFIGS: for products of fewer tiles than SMs
     Tile(128, 6, 1, 8, 0, 64, 4),  # decode: a deep ring of B per SM
     Tile(128, 4, 1, 8, 0, 64, 2),  # skinny: a few dozen rows, N and K of thousands
+    Tile(64, 8, 1, 8, 0, 128, 2),  # about 128 rows: B read once, k in two halves to fill the SMs
+)
+CUDA_BATCH_CANDIDATES = (  # for batches: products of about 128×128 in one CTA each, no cluster partner to wait on
+    Tile(128, 6, 1, 8),
 )
 KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAYOUTS
-                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES], arch="sm_90a")
+                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_BATCH_CANDIDATES],
+                     arch="sm_90a")
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -325,7 +330,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     return refresh, launch_candidates(problem, c, tiles, clusters=clusters, timeline=timeline)
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES, prepare_cuda,
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_BATCH_CANDIDATES, prepare_cuda,
                      tile=lambda tile: (tile.BM, tile.BN))
 
 
@@ -334,7 +339,8 @@ def warp_specialized_cuda(a, b, c):
         return zero_product(c)
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
-    return CUDA_SEARCH.tuned(a, b, c, CUDA_SEARCH.candidates if split else CUDA_CANDIDATES)
+    return CUDA_SEARCH.tuned(a, b, c, CUDA_CANDIDATES + (CUDA_SPLIT_CANDIDATES if split else ())
+                             + (CUDA_BATCH_CANDIDATES if products > 1 else ()))
 
 
 # ---- Triton: v14's persistent kernel with its two knobs on, its best configurations searched ------------
@@ -361,6 +367,7 @@ TRITON_CONFIGS = (
 SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (few_tiles)
     tma_config(64, 128, 64, 4, 6, SPLIT_K=4),  # decode: a deep ring of B per SM
     tma_config(64, 128, 64, 4, 4, SPLIT_K=2),  # skinny: a few dozen rows, N and K of thousands
+    tma_config(64, 128, 64, 4, 6, SPLIT_K=2),  # and a deep ring where a slice per SM fills the GPU (128×4096×4096)
 )
 POINTER_CONFIGS = (  # v11's kernel (tiles copied by cp.async from pointers: no descriptors, no mbarriers), for
     # products of a few tiles, where the TMA kernel's fixed cost is most of the call, and batches of them

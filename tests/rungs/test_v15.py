@@ -41,11 +41,12 @@ def test_v15_every_candidate_reads_every_layout_and_batch_in_place(layout, dtype
 
 
 def check_each_cuda_candidate(v15, a, b, precision, what):
-    """Every CUDA candidate on these operands, each into a NaN-poisoned C, against float64: normwise and element
-    by element (a wrong row of one product in a thousand fails)."""
+    """Every CUDA candidate the search may be given (split-K's and the batch ones too) on these operands, each
+    into a NaN-poisoned C, against float64: normwise and element by element (a wrong row of one product in a
+    thousand fails)."""
     c = torch.empty(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (a.shape[-2], b.shape[-1]), device="cuda",
                     dtype=a.dtype)
-    refresh, runs = v15.prepare_cuda(a, b, c)
+    refresh, runs = v15.prepare_cuda(a, b, c, v15.CUDA_SEARCH.candidates)
     for tile, run in runs.items():
         poison(c)
         refresh()
