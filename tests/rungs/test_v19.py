@@ -78,17 +78,17 @@ def test_per_row_scales_scale_rows_and_columns():
     assert torch.equal(reference(a, b, scales=torch.tensor([2.0, 3.0])), torch.full((2, 3), 6.0, dtype=torch.float64))
 
 
-@pytest.mark.parametrize("scales, batch, message", [
+@pytest.mark.parametrize("scales, batch, message", [  # scales made on the device (a copy there is contiguous)
     (None, 0, "need their scales"),
-    (torch.ones(3), 0, "of 2 \\(s_A, s_B\\), or 8 \\+ 8"),
-    (torch.ones(2, dtype=torch.float64), 0, "contiguous float32 tensor"),
-    (torch.ones(16)[::1], 0, None),
-    (torch.ones(32)[::2], 0, "not contiguous"),
-    (torch.ones(16), 2, "per-row scales: single products"),
-])
+    (lambda d: torch.ones(3, device=d), 0, "of 2 \\(s_A, s_B\\), or 8 \\+ 8"),
+    (lambda d: torch.ones(2, dtype=torch.float64, device=d), 0, "contiguous float32 tensor"),
+    (lambda d: torch.ones(16, device=d)[::1], 0, None),
+    (lambda d: torch.ones(32, device=d)[::2], 0, "not contiguous"),
+    (lambda d: torch.ones(16, device=d), 2, "per-row scales: single products"),
+], ids=["none", "count", "float64", "rowwise", "strided", "batch"])
 def test_bad_scales_are_refused_with_a_message(scales, batch, message, device):
     a, b = make_inputs(8, 8, 16, FP8, device, 1, layout="nt", batch=batch)
-    scales = None if scales is None else scales.to(device)
+    scales = None if scales is None else scales(device)
     if message is None:  # M + N per-row scales are right for a single product
         V19.prepare("triton", a, b, scales=scales)
         return
