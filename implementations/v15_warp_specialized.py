@@ -120,11 +120,11 @@ CUDA_SPLIT_CANDIDATES = (  # tiles cut along k, as Triton's SPLIT_K_CONFIGS: for
     Tile(128, 4, 1, 8, 0, 64, 2),  # skinny: a few dozen rows, N and K of thousands
     Tile(64, 8, 1, 8, 0, 128, 2),  # about 128 rows: B read once, k in two halves to fill the SMs
 )
-CUDA_BATCH_CANDIDATES = (  # for batches: products of about 128×128 in one CTA each, no cluster partner to wait on
-    Tile(128, 6, 1, 8),
+CUDA_UNPAIRED_CANDIDATES = (  # 128×128 tiles, no cluster: for one row of tiles (a pair along M would be half empty)
+    Tile(128, 6, 1, 8),  # where 128×64 tiles would be a few more than SMs (128×10240×8192), and for batches of 128²
 )
 KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAYOUTS
-                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_BATCH_CANDIDATES],
+                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES],
                      arch="sm_90a")
 
 
@@ -330,8 +330,8 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     return refresh, launch_candidates(problem, c, tiles, clusters=clusters, timeline=timeline)
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_BATCH_CANDIDATES, prepare_cuda,
-                     tile=lambda tile: (tile.BM, tile.BN))
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES,
+                     prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
 
 
 def warp_specialized_cuda(a, b, c):
@@ -340,7 +340,7 @@ def warp_specialized_cuda(a, b, c):
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
     return CUDA_SEARCH.tuned(a, b, c, CUDA_CANDIDATES + (CUDA_SPLIT_CANDIDATES if split else ())
-                             + (CUDA_BATCH_CANDIDATES if products > 1 else ()))
+                             + (CUDA_UNPAIRED_CANDIDATES if split or products > 1 else ()))
 
 
 # ---- Triton: v14's persistent kernel with its two knobs on, its best configurations searched ------------

@@ -87,13 +87,14 @@ def probe_sizes(args, out):
     """--sizes: at each shape the candidates v15's searches would be given, plus --cuda and --triton."""
     extra_tiles = [v15.Tile(*map(int, t.split(","))) for t in args.cuda.split()]
     extra_configs = [triton_config(*map(int, t.split(","))) for t in args.triton.split()]
-    tiles = v15.CUDA_CANDIDATES + v15.CUDA_SPLIT_CANDIDATES + tuple(extra_tiles)
+    tiles = v15.CUDA_SEARCH.candidates + tuple(extra_tiles)
     source = v15.CudaSource(v15.__name__, [t.kernel(d, "nn") for d in v15.IS_BF16 for t in tiles], arch="sm_90a")
     timers = (("events", events_us), ("graph", graph_us))
     for shape in args.sizes:
         products = max(args.batch, 1)
         split = v15.few_tiles(shape[0], shape[1], products, torch.device("cuda"))
-        cuda = v15.CUDA_CANDIDATES + (v15.CUDA_SPLIT_CANDIDATES if split else ()) + tuple(extra_tiles)
+        cuda = (v15.CUDA_CANDIDATES + (v15.CUDA_SPLIT_CANDIDATES if split else ())
+                + (v15.CUDA_UNPAIRED_CANDIDATES if split or args.batch else ()) + tuple(extra_tiles))
         triton = (v15.TRITON_CONFIGS + (v15.SPLIT_K_CONFIGS if split else ())
                   + (v15.POINTER_CONFIGS if split or args.batch else ()) + tuple(extra_configs))
 
