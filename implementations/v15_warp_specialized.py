@@ -334,13 +334,20 @@ CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES +
                      prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
 
 
+def narrow(candidates, tile) -> tuple:
+    """Those of `candidates` whose tile (`tile(candidate)`: rows, columns) is at most 128×128. The search leaves the
+    wider ones out for products of fewer 128×128 tiles than SMs (few_tiles), where they leave over half the SMs
+    idle and never won in the probes (docs/notes/v15.md): fewer compiles and timings on the first call."""
+    return tuple(cand for cand in candidates if tile(cand)[0] * tile(cand)[1] <= 128 * 128)
+
+
 def warp_specialized_cuda(a, b, c):
     if a.shape[-1] == 0:
         return zero_product(c)
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
-    return CUDA_SEARCH.tuned(a, b, c, CUDA_CANDIDATES + (CUDA_SPLIT_CANDIDATES if split else ())
-                             + (CUDA_UNPAIRED_CANDIDATES if split or products > 1 else ()))
+    tiles = narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES if split else CUDA_CANDIDATES
+    return CUDA_SEARCH.tuned(a, b, c, tiles + (CUDA_UNPAIRED_CANDIDATES if split or products > 1 else ()))
 
 
 # ---- Triton: v14's persistent kernel with its two knobs on, its best configurations searched ------------
@@ -506,8 +513,8 @@ def warp_specialized_triton(a, b, c):
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
     batch = 1 < products <= MAX_GRID[1]  # v11's kernel walks a batch along grid axis 1
-    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ())
-                               + (POINTER_CONFIGS if split or batch else ())
+    configs = narrow(TRITON_CONFIGS, block_of) + SPLIT_K_CONFIGS if split else TRITON_CONFIGS
+    return TRITON_SEARCH.tuned(a, b, c, configs + (POINTER_CONFIGS if split or batch else ())
                                + (PITCH_CONFIGS if ragged_pitch(b) else ()))
 
 
