@@ -240,7 +240,7 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     # The grid's size needs the compiled kernel, so the launch is bound at its first call: a choice the tuning
     # cache gives compiles only itself. A search compiles every candidate first, side by side (prebuild).
     device = c.device.index
-    prebuild.add((source.path, kernel, device), lambda pool: pool.submit(source.function, kernel, device))
+    source.compile_ahead(kernel, device)
     bound = []
 
     def run():

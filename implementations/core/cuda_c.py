@@ -122,6 +122,12 @@ class CudaSource:
                 "or stand beside it in a checkout (kernels_cuda/); reinstall with `pip install .`"
             )
 
+    def compile_ahead(self, name: str, device: int) -> None:
+        """Leave kernel `name`'s compile to an open core/prebuild collection (a search's), which runs it beside the
+        others before the first launch. An error stays in its future, unread: the launch compiles again and
+        raises it."""
+        prebuild.add((self.path, name, device), lambda pool: pool.submit(self.function, name, device))
+
     def function(self, name: str, device: int):
         """The compiled kernel `name` for CUDA device `device`, compiled on first use.
 
@@ -238,9 +244,7 @@ def bind(source: CudaSource, name: str, grid, block, args: Sequence, shared_mem:
         raise ValueError(f"every tensor argument of {name} must be on {tensors[0].device}")
     cp = cupy()
     kernel_args = tuple(_kernel_arg(a) for a in args)
-    # a search compiles this ahead of the first launch (core/prebuild); an error stays in the future, unread,
-    # and the launch compiles again and raises it
-    prebuild.add((source.path, name, device), lambda pool: pool.submit(source.function, name, device))
+    source.compile_ahead(name, device)
     described = f"{name} in {source.path.name}, grid {grid}, block {block}, {shared_mem} B dynamic shared memory"
 
     def run():
