@@ -17,8 +17,8 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   are dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
   which adds the others' fp32 partial sums. Split-K (both languages), for products of fewer tiles than
   SMs: each tile cut into SPLIT_K slices of k, and the last slice to finish adds all the partials.
-Candidates (tiles, 64-row ones for few rows, stages, clusters, stream-K, split-K) are searched per problem;
-on the Triton side also v11's kernel (pointer copies, no TMA) for products of a few tiles and for batches.
+Candidates (tiles, 64-row ones for few rows, stages, clusters, stream-K, split-K) are searched per problem, no
+wide tiles where tiles are few; on the Triton side also v11's kernel (pointer copies, no TMA) there and for batches.
 
 CUDA C and Triton side by side:
 
@@ -341,13 +341,19 @@ def narrow(candidates, tile) -> tuple:
     return tuple(cand for cand in candidates if tile(cand)[0] * tile(cand)[1] <= 128 * 128)
 
 
+def cuda_candidates(a, b, c) -> tuple:
+    """The tiles the search times for C = a @ b: every candidate, but where 128×128 tiles are fewer than SMs
+    (few_tiles) the narrow ones, split-K's and the unpaired tile; for a batch the unpaired tile too."""
+    products = c.shape[0] if c.dim() == 3 else 1
+    if few_tiles(a.shape[-2], b.shape[-1], products, a.device):
+        return narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
+    return CUDA_CANDIDATES + (CUDA_UNPAIRED_CANDIDATES if products > 1 else ())
+
+
 def warp_specialized_cuda(a, b, c):
     if a.shape[-1] == 0:
         return zero_product(c)
-    products = c.shape[0] if c.dim() == 3 else 1
-    split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
-    tiles = narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES if split else CUDA_CANDIDATES
-    return CUDA_SEARCH.tuned(a, b, c, tiles + (CUDA_UNPAIRED_CANDIDATES if split or products > 1 else ()))
+    return CUDA_SEARCH.tuned(a, b, c, cuda_candidates(a, b, c))
 
 
 # ---- Triton: v14's persistent kernel with its two knobs on, its best configurations searched ------------
@@ -507,15 +513,21 @@ TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + PO
                        reference=("unflattened", TRITON_CONFIGS[2]))
 
 
-def warp_specialized_triton(a, b, c):
-    if a.shape[-1] == 0:
-        return zero_product(c)
+def triton_candidates(a, b, c) -> tuple:
+    """The configs the search times for C = a @ b: every persistent one, but where 128×128 tiles are fewer than
+    SMs (few_tiles) the narrow ones and split-K's; v11's kernel there and for batches; the PAD_B ones where B's
+    rows are not 128 bytes apart."""
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
     batch = 1 < products <= MAX_GRID[1]  # v11's kernel walks a batch along grid axis 1
     configs = narrow(TRITON_CONFIGS, block_of) + SPLIT_K_CONFIGS if split else TRITON_CONFIGS
-    return TRITON_SEARCH.tuned(a, b, c, configs + (POINTER_CONFIGS if split or batch else ())
-                               + (PITCH_CONFIGS if ragged_pitch(b) else ()))
+    return configs + (POINTER_CONFIGS if split or batch else ()) + (PITCH_CONFIGS if ragged_pitch(b) else ())
+
+
+def warp_specialized_triton(a, b, c):
+    if a.shape[-1] == 0:
+        return zero_product(c)
+    return TRITON_SEARCH.tuned(a, b, c, triton_candidates(a, b, c))
 
 
 VARIANT = Variant(
