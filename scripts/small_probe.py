@@ -90,20 +90,17 @@ def probe_sizes(args, out):
     tiles = v15.CUDA_SEARCH.candidates + tuple(extra_tiles)
     source = v15.CudaSource(v15.__name__, [t.kernel(d, "nn") for d in v15.IS_BF16 for t in tiles], arch="sm_90a")
     timers = (("events", events_us), ("graph", graph_us))
+    def prepare_cuda(a, b, c):
+        problem, refresh = v15.tma_problem(a, b, c)
+        return refresh, v15.launch_candidates(problem, c, v15.cuda_candidates(a, b, c) + tuple(extra_tiles),
+                                              source=source)
+
+    def prepare_triton(a, b, c):
+        return v15.prepare_triton(a, b, c, v15.triton_candidates(a, b, c) + tuple(extra_configs))
+
     for shape in args.sizes:
-        products = max(args.batch, 1)
-        split = v15.few_tiles(shape[0], shape[1], products, torch.device("cuda"))
-        cuda = (v15.CUDA_CANDIDATES + (v15.CUDA_SPLIT_CANDIDATES if split else ())
-                + (v15.CUDA_UNPAIRED_CANDIDATES if split or args.batch else ()) + tuple(extra_tiles))
-        triton = (v15.TRITON_CONFIGS + (v15.SPLIT_K_CONFIGS if split else ())
-                  + (v15.POINTER_CONFIGS if split or args.batch else ()) + tuple(extra_configs))
-
-        def prepare_cuda(a, b, c):
-            problem, refresh = v15.tma_problem(a, b, c)
-            return refresh, v15.launch_candidates(problem, c, cuda, source=source)
-
         probe("cuda", shape, prepare_cuda, out, args.batch, timers)
-        probe("triton", shape, lambda a, b, c: v15.prepare_triton(a, b, c, triton), out, args.batch, timers)
+        probe("triton", shape, prepare_triton, out, args.batch, timers)
 
 
 def main() -> int:
