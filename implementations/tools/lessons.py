@@ -599,8 +599,10 @@ def small_shapes_lesson(docs: list[dict]) -> str:
         "pipeline's first fill) and a last wave that leaves SMs idle; and cuBLAS chooses among many kernels "
         "per shape, split-K and stream-K ones among them, where a rung here has a dozen candidates.\n\n"
         "The levers, and what each bought (docs/notes/v15.md, docs/notes/v11.md): split-K for products of "
-        "fewer tiles than SMs (a decode product, 16 rows, on the Triton side); 64-row tiles, and a deeper ring "
-        "with one CTA per SM, for about as many tiles as SMs; deciding between candidates that tie with events "
+        "fewer tiles than SMs (a decode product of 16 rows; 128 rows cut in two slices of k), in both languages; "
+        "64-row tiles, and a deeper ring with one CTA per SM, for about as many tiles as SMs; 128×128 tiles "
+        "without a cluster partner for one row of tiles; no tiles wider than 128×128 in the search where tiles "
+        "are fewer than SMs (they never won there); deciding between candidates that tie with events "
         "in a CUDA graph, not by a launch's jitter; Triton launches bound once, as CuPy's are; and, for fp32, "
         "telling Triton when ragged rows still start 16-byte aligned, so that it copies them 16 bytes at a time."
     )
