@@ -90,6 +90,7 @@ def probe_sizes(args, out):
     tiles = v15.CUDA_SEARCH.candidates + tuple(extra_tiles)
     source = v15.CudaSource(v15.__name__, [t.kernel(d, "nn") for d in v15.IS_BF16 for t in tiles], arch="sm_90a")
     timers = (("events", events_us), ("graph", graph_us))
+
     def prepare_cuda(a, b, c):
         problem, refresh = v15.tma_problem(a, b, c)
         return refresh, v15.launch_candidates(problem, c, v15.cuda_candidates(a, b, c) + tuple(extra_tiles),
@@ -101,6 +102,18 @@ def probe_sizes(args, out):
     for shape in args.sizes:
         probe("cuda", shape, prepare_cuda, out, args.batch, timers)
         probe("triton", shape, prepare_triton, out, args.batch, timers)
+
+
+def probe_split_k_and_promotion(out):
+    """Without --sizes: split-K's configs at the few-tile shapes, L2 promotion at the large ones."""
+    configs = v15.TRITON_CONFIGS + tuple(split_k_configs())
+    for shape in FEW_TILES:
+        probe("triton", shape, lambda a, b, c: v15.prepare_triton(a, b, c, configs), out)
+    for shape in LARGE:
+        for promotion in (256, 128, 0):
+            probe(f"cuda promotion {promotion}", shape,
+                  lambda a, b, c, p=promotion: v15.prepare_cuda(a, b, c, v15.CUDA_CANDIDATES[:5], l2_promotion=p), out)
+        probe("triton", shape, lambda a, b, c: v15.prepare_triton(a, b, c, v15.TRITON_CONFIGS), out)
 
 
 def main() -> int:
@@ -120,17 +133,8 @@ def main() -> int:
     out = {}
     if args.sizes:
         probe_sizes(args, out)
-        if args.json:
-            args.json.write_text(json.dumps(out, indent=1))
-        return 0
-    configs = v15.TRITON_CONFIGS + tuple(split_k_configs())
-    for shape in FEW_TILES:
-        probe("triton", shape, lambda a, b, c: v15.prepare_triton(a, b, c, configs), out)
-    for shape in LARGE:
-        for promotion in (256, 128, 0):
-            probe(f"cuda promotion {promotion}", shape,
-                  lambda a, b, c, p=promotion: v15.prepare_cuda(a, b, c, v15.CUDA_CANDIDATES[:5], l2_promotion=p), out)
-        probe("triton", shape, lambda a, b, c: v15.prepare_triton(a, b, c, v15.TRITON_CONFIGS), out)
+    else:
+        probe_split_k_and_promotion(out)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))
     return 0
