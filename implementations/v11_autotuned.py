@@ -10,7 +10,9 @@ The idea. Two changes, neither touching v10's inner loop, and on the Triton side
   on 132 SMs, the last partly idle). So they are searched, not guessed: the rung declares its
   candidates, and the shared search (implementations/core/search.py) times them at the first call
   per device and shape and reports the choice, for both languages. v10's tile in row-major order
-  (GROUP_M = 1) is one of them, so the search itself shows what grouping is worth.
+  (GROUP_M = 1) is one of them, so the search itself shows what grouping is worth. CUDA C's tiles need
+  not be powers of two: 80 rows make one even wave where 64 or 128 make a second; a Triton block's
+  sides are powers of two, so its side gets smaller tiles instead.
 - Gluon. `tl.dot` in ieee fp32 lowers to FMAs over a default layout that cannot be chosen, and stays
   short of the CUDA tile. So the Triton side adds a Gluon kernel (`triton.experimental.gluon`, the same
   compiler with layouts and pipeline written out): the CUDA kernel's structure, phase for phase.
@@ -96,6 +98,13 @@ class Tile(NamedTuple):
         a_t, b_t = (cpp_bool(op == "t") for op in layout)
         return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)},{a_t},{b_t},{cpp_bool(batched)}>"
 
+    def reads(self, layout: str) -> bool:
+        """Whether warptile_block's copies divide this tile in `layout` (its static_asserts): a transposed A's
+        stored rows of BM floats go a 16-byte chunk, or a float, per thread in whole passes of the block,
+        which 80-row tiles' 128 threads do not make."""
+        return layout[0] != "t" or all(self.threads % along == 0 and self.BK % (self.threads // along) == 0
+                                       for along in (self.BM // 4, self.BM))
+
     def __str__(self) -> str:
         return " ".join(f"{k}={v}" for k, v in self._asdict().items())
 
@@ -113,13 +122,16 @@ CUDA_CANDIDATES = (
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
     Tile(64, 64, 8, 32, 32, 4, 8),  # a whole 64×64 product per block: batches of small matrices
+    # 4 warps of 80×32 (5 lane rows): one balanced wave where powers of two make a second (1000×1100: 117 tiles,
+    # 257×4099: 132); A as given only (`reads`)
+    Tile(80, 128, 8, 80, 32, 4, 8),
 )
 # A single product runs a kernel without the batch offsets (BATCHED false), except in nt: that layout is not
 # read in place (the registry copies B), and its single-product 128×128 kernels spill on sm_80.
 SINGLE = ("nn", "tn", "tt")
 KERNELS = CudaSource(__name__, [t.kernel(aligned, layout, batched) for layout in LAYOUTS for t in CUDA_CANDIDATES
                                  for aligned in (True, False) for batched in (False, True)
-                                 if batched or layout in SINGLE])
+                                 if (batched or layout in SINGLE) and t.reads(layout)])
 
 
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
@@ -145,9 +157,10 @@ def chunked_rows_aligned(a, b, c, layout: str) -> bool:
     return bool(rows_aligned(*chunked))
 
 
-def launch_candidate(a, b, c, tile: Tile):
+def launch_candidate(a, b, c, tile: Tile, source: CudaSource = KERNELS):
     """One CUDA candidate, bound to these operands (the search times these; the tests check each): matrices
-    or a batch of them, each row-major or a transposed view."""
+    or a batch of them, each row-major or a transposed view; `source` instantiates it (a probe's may hold
+    tiles that are not candidates)."""
     layout = layout_of(a) + layout_of(b)
     if len(layout) != 2:
         raise ValueError("the v11 CUDA kernels read row-major matrices and transposed views of them, not other strides")
@@ -158,11 +171,11 @@ def launch_candidate(a, b, c, tile: Tile):
     grid = (*tile.grid(M, N), y, triton.cdiv(products, y))
     args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), np.int64(a_step), np.int64(b_step), np.int32(products))
     kernel = tile.kernel(chunked_rows_aligned(a, b, c, layout), layout, batched=products > 1 or layout not in SINGLE)
-    return bind(KERNELS, kernel, grid, (tile.threads,), args)
+    return bind(source, kernel, grid, (tile.threads,), args)
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, each(launch_candidate), tile=lambda t: (t.BM, t.BN),
-                     reference=("row-major order", CUDA_CANDIDATES[1]))
+                     reference=("row-major order", CUDA_CANDIDATES[1]), reads=Tile.reads)
 
 
 def autotuned_cuda(a, b, c):
@@ -292,6 +305,7 @@ GLUON_CANDIDATES = (
     Tile(128, 256, 8, 64, 64, 4, 8),
     Tile(128, 128, 8, 32, 64, 4, 8),  # v10's tile: 8 warps of 8×8; more blocks for mid-size shapes
     Tile(64, 128, 8, 32, 64, 4, 8),
+    Tile(32, 64, 8, 32, 32, 2, 8),  # 2 warps: more tiles, as even a wave as powers of two allow (257×4099)
 )
 
 GLUON_KNOBS = {"A_K_LANES": 4, "TRIP_START": 4}

@@ -11,6 +11,11 @@ configs that are not candidates (--cuda, --triton), each timed both ways, events
 included) and in a CUDA graph, against cuBLAS timed the same ways:
 
     python scripts/small_probe.py --sizes 1024,128x4096x4096 --cuda "128,4,2,8,0,64" --triton "64,128,64,4,4"
+
+With --rung 11, the same for fp32 (TF32 off): v11's candidates, and tiles given as BM,BN,BK,WM,WN,STAGES,GROUP_M
+(--cuda; in --triton a Gluon tile, where five numbers are a `tl.dot` config BLOCK_M,BLOCK_N,BLOCK_K,warps,stages):
+
+    python scripts/small_probe.py --rung 11 --sizes 1000x1100x1028 --cuda "80,128,8,80,32,4,8"
 """
 
 import argparse
@@ -24,11 +29,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import torch  # noqa: E402
 from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
 
+from implementations import v11_autotuned as v11  # noqa: E402
 from implementations import v15_warp_specialized as v15  # noqa: E402
-from implementations.core.check import PRECISIONS, check, make_inputs  # noqa: E402
+from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs  # noqa: E402
+from implementations.core.env import set_cublas_math  # noqa: E402
 from implementations.core.tasks import parse_sizes  # noqa: E402
 
-PRECISION = PRECISIONS["bf16"]
 FEW_TILES = [(16, 4096, 4096), (128, 8192, 8192), (1024, 1024, 1024), (512, 512, 512), (256, 256, 256),
              (64, 8192, 8192), (16, 14336, 4096)]
 LARGE = [(3000, 5000, 7000), (3072, 5120, 7168)]
@@ -49,10 +55,11 @@ def events_us(fn):
     return 1000 * do_bench(fn, warmup=10, rep=50)
 
 
-def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),)):
+def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dtype="bf16", layout="nn"):
     """Time (each of `timers`) and check every run `prepare(a, b, c)` binds, print the fastest twelve by the
     first timer, keep all in `out`."""
-    a, b = make_inputs(*shape, PRECISION, "cuda", 1, batch=batch)
+    precision = PRECISIONS[dtype]
+    a, b = make_inputs(*shape, precision, "cuda", 1, layout=layout, batch=batch)
     c = torch.empty(*a.shape[:-1], shape[1], device="cuda", dtype=a.dtype)
     refresh, runs = prepare(a, b, c)
     results = {}
@@ -62,7 +69,7 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),)):
             run()
         try:
             call()
-            right = check(c, a, b, PRECISION).ok
+            right = check(c, a, b, precision).ok
             results[str(cand)] = ([timer(call) for _, timer in timers], right)
         except Exception as exc:  # a configuration that does not fit (shared memory) is reported, not fatal
             results[str(cand)] = (None, str(exc).splitlines()[0][:100])
@@ -74,7 +81,7 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),)):
     for cand, (times, right) in ranked[:12]:
         cells = "  ".join(f"{us:8.2f} µs {100 * base / us:5.1f}%" for us, base in zip(times, cublas))
         print(f"   {cells} {'ok' if right is True else 'WRONG'}  {cand}", flush=True)
-    out[f"{label} {f'{batch}x' if batch else ''}{shape}"] = {"timers": names, "cublas_us": cublas, "runs": results}
+    out[f"{label} {f'{batch}x' if batch else ''}{shape}{'' if layout == 'nn' else ' ' + layout}"] = {"timers": names, "cublas_us": cublas, "runs": results}
 
 
 def triton_config(bm, bn, bk, warps, stages, split_k=1):
@@ -104,6 +111,28 @@ def probe_sizes(args, out):
         probe("triton", shape, prepare_triton, out, args.batch, timers)
 
 
+def probe_sizes_fp32(args, out):
+    """--rung 11 --sizes: at each shape v11's candidates in both languages, plus --cuda and --triton."""
+    extra_tiles = [v11.Tile(*map(int, t.split(","))) for t in args.cuda.split()]
+    numbers = [tuple(map(int, t.split(","))) for t in args.triton.split()]
+    extra_triton = [v11.Tile(*n) if len(n) == len(v11.Tile._fields) else v11._config(*n) for n in numbers]
+    tiles = v11.CUDA_SEARCH.candidates + tuple(extra_tiles)
+    source = v11.CudaSource(v11.__name__, [t.kernel(aligned, args.layout, batched) for aligned in (True, False)
+                                           for batched in (False, True) for t in tiles if t.reads(args.layout)])
+    timers = (("events", events_us), ("graph", graph_us))
+
+    def prepare(launch, candidates):
+        return lambda a, b, c: (lambda: None, {cand: launch(a, b, c, cand) for cand in candidates})
+
+    cuda = prepare(lambda a, b, c, tile: v11.launch_candidate(a, b, c, tile, source=source),
+                   [t for t in tiles if t.reads(args.layout)])
+    triton = prepare(v11.launch_triton_candidate, v11.TRITON_SEARCH.candidates + tuple(extra_triton))
+    set_cublas_math(tf32=False)
+    for shape in args.sizes:
+        probe("cuda", shape, cuda, out, args.batch, timers, dtype="fp32", layout=args.layout)
+        probe("triton", shape, triton, out, args.batch, timers, dtype="fp32", layout=args.layout)
+
+
 def probe_split_k_and_promotion(out):
     """Without --sizes: split-K's configs at the few-tile shapes, L2 promotion at the large ones."""
     configs = v15.TRITON_CONFIGS + tuple(split_k_configs())
@@ -121,18 +150,22 @@ def main() -> int:
     p.add_argument("--json", type=Path, help="write every time and check here")
     p.add_argument("--sizes", type=parse_sizes, help="probe these shapes instead (N or MxNxK, comma-separated)")
     p.add_argument("--batch", type=int, default=0, help="with --sizes: a batch of this many products")
-    p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, each "
-                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K], space-separated")
-    p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, each "
-                   "BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (persistent and flattened, or split-K), "
-                   "space-separated")
+    p.add_argument("--rung", type=int, choices=(11, 15), default=15,
+                   help="with --sizes: v15 in bf16 (default) or v11 in fp32, TF32 off")
+    p.add_argument("--layout", choices=LAYOUTS, default="nn",
+                   help="with --rung 11: the operands' layout, each read in place (v11's CUDA C nt kernel too)")
+    p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, space-separated, each "
+                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K] (v15) or BM,BN,BK,WM,WN,STAGES,GROUP_M (v11)")
+    p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
+                   "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (v15: persistent and flattened, or "
+                   "split-K; v11: a tl.dot config), or a v11 Gluon tile as --cuda's")
     args = p.parse_args()
     if not torch.cuda.is_available():
         print("small_probe.py needs a CUDA device (sm_90): it times Hopper kernels", file=sys.stderr)
         return 2
     out = {}
     if args.sizes:
-        probe_sizes(args, out)
+        (probe_sizes_fp32 if args.rung == 11 else probe_sizes)(args, out)
     else:
         probe_split_k_and_promotion(out)
     if args.json:

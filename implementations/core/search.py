@@ -19,6 +19,8 @@ A rung's part:
 - `tile(candidate)`: the BM×BN block tile it computes with (the roofline's traffic model).
 - `describe(candidate)`, and `family(candidate)` where candidates come in kinds (v11's Triton side races
   `tl.dot` configs against Gluon tiles): the report names the best of every other family too.
+- `reads(candidate, layout)`, where some candidates do not take every layout the rung reads in place (v11's
+  80-row CUDA tiles take A as given only): a search times those `offered(layout)`.
 
 At the first call for a problem (rung, language, GPU, dtype, layout, M, N, K, strides and 16-byte
 alignment, epilogue, groups, per-row scales: what the kernels are specialised on) the choice comes from
@@ -154,6 +156,11 @@ def time_candidates(runs: dict) -> tuple[dict, dict]:
         return events, {}
 
 
+def problem_layout(a: torch.Tensor, b: torch.Tensor) -> str:
+    """n: row-major (a unit column stride), t: column-major (a transposed view), for A then B."""
+    return "".join("n" if t.stride(-1) == 1 else "t" for t in (a, b))
+
+
 @dataclass(frozen=True, eq=False)
 class Search:
     """A tuned rung's search space for one language: its candidates and how to launch them."""
@@ -167,6 +174,7 @@ class Search:
     family: Callable[[Any], str] = lambda _: ""
     gpu_only: Callable[[Any], bool] = lambda _: False  # e.g. a Gluon kernel: no interpreter runs it
     reference: tuple[str, Any] | None = None  # (label, candidate) named beside the winner: what an idea is worth
+    reads: Callable[[Any, str], bool] = lambda _, layout: True  # whether a candidate takes a layout ("tn"...)
     choices: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
@@ -174,6 +182,10 @@ class Search:
         if len(set(described)) != len(described):
             raise ValueError(f"{self.rung} {self.lang}: two candidates are described alike; the tuning cache "
                              "knows a candidate by its description")
+
+    def offered(self, layout: str) -> tuple:
+        """The candidates that take `layout`: those a search of a problem in it times, unless it is given others."""
+        return tuple(cand for cand in self.candidates if self.reads(cand, layout))
 
     def key(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, epilogue: str = "none",
             groups: tuple[int, ...] = (), scales: torch.Tensor | None = None) -> str:
@@ -186,7 +198,7 @@ class Search:
             "cc": "{}.{}".format(*torch.cuda.get_device_capability(a.device)) if gpu else None,
             "dtype": str(a.dtype).removeprefix("torch."),
             # n: row-major (unit column stride), t: column-major (a transposed view)
-            "layout": "".join("n" if t.stride(-1) == 1 else "t" for t in (a, b)),
+            "layout": problem_layout(a, b),
             "M": a.shape[-2], "N": b.shape[-1], "K": a.shape[-1],
             "batch": [list(t.shape[:-2]) for t in (a, b)],  # [[], []]: one product; [[B], []]: B shares one B
             "strides": [t.stride() for t in (a, b, c)],
@@ -212,7 +224,7 @@ class Search:
         """The run compare.py times: the first call searches (or takes the first candidate), later calls
         launch the choice directly. `fused`: epilogue= and bias=, for a rung that fuses one; offsets= for a
         grouped product."""
-        candidates = tuple(candidates or self.candidates)
+        candidates = tuple(candidates or self.offered(problem_layout(a, b)))
         offsets = fused.get("offsets")
         groups = () if offsets is None else tuple(check_groups(a, b, offsets))
         key = self.key(a, b, c, fused.get("epilogue", "none"), groups, fused.get("scales"))

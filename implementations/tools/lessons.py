@@ -604,7 +604,10 @@ def small_shapes_lesson(docs: list[dict]) -> str:
         "without a cluster partner for one row of tiles; no tiles wider than 128×128 in the search where tiles "
         "are fewer than SMs (they never won there); deciding between candidates that tie with events "
         "in a CUDA graph, not by a launch's jitter; Triton launches bound once, as CuPy's are; and, for fp32, "
-        "telling Triton when ragged rows still start 16-byte aligned, so that it copies them 16 bytes at a time."
+        "telling Triton when ragged rows still start 16-byte aligned, so that it copies them 16 bytes at a time, "
+        "and tiles sized to the shape's wave: CUDA C's 80-row tiles (a warp 80×32) make one even wave of "
+        "1000×1100 or 257×4099 where 64 or 128 rows make a second, a size Triton cannot take (a block's sides "
+        "are powers of two), so its side gets 32×64 tiles instead."
     )
 
 

@@ -33,9 +33,10 @@ def search_id(value):
 
 
 def check_every_candidate(variant, tuned, dtype, shape, device, skip=lambda cand: False, layout=None, batch=0):
-    """Each candidate checked on its own (on the first layout the rung reads in place, unless one is given)."""
+    """Each candidate the search offers a layout, checked on its own (on the first layout the rung reads in place,
+    unless one is given)."""
     layout = layout or variant.layouts.get(tuned.lang, ("nn",))[0]
-    for cand in tuned.candidates:
+    for cand in tuned.offered(layout):
         if skip(cand):
             continue
         result = bench.measure(

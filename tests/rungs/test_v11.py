@@ -168,6 +168,18 @@ def test_one_product_takes_the_kernel_without_batch_offsets(monkeypatch):
     assert launches[-1].endswith(",true>") and launches[-1] in v11.KERNELS.kernels
 
 
+def test_the_search_offers_a_layout_only_the_tiles_whose_copies_divide_in_it():
+    """A transposed A's rows of 80 floats do not split over 80-row tiles' 128 threads: those tiles are offered,
+    and instantiated, for A as given only; every other candidate reads every layout."""
+    eighty = [tile for tile in v11.CUDA_CANDIDATES if tile.BM == 80]
+    assert eighty and all(tile.reads("nn") and tile.reads("nt") and not tile.reads("tn") for tile in eighty)
+    for layout in LAYOUTS:
+        offered = v11.CUDA_SEARCH.offered(layout)
+        assert offered == tuple(t for t in v11.CUDA_CANDIDATES if layout[0] == "n" or t.BM != 80), layout
+    assert not any(tile.kernel(aligned, "tn") in v11.KERNELS.kernels for tile in eighty for aligned in (True, False))
+    assert all(tile.kernel(aligned, "nn") in v11.KERNELS.kernels for tile in eighty for aligned in (True, False))
+
+
 def test_other_strides_are_refused_in_one_line():
     a = torch.randn(33, 94)[:, ::2]
     b = torch.randn(47, 17)
@@ -202,7 +214,7 @@ def test_every_cuda_candidate_computes_a_batch_with_a_shared_operand(layout, sha
     batched = make_inputs(*shape, FP32, "cuda", 31, layout=layout, batch=5)
     single = make_inputs(*shape, FP32, "cuda", 32, layout=layout)
     a, b = (single[0], batched[1]) if shared == "A" else (batched[0], single[1])
-    for tile in v11.CUDA_CANDIDATES:
+    for tile in v11.CUDA_SEARCH.offered(layout):
         c = torch.empty(5, shape[0], shape[1], device="cuda")
         poison(c)
         v11.launch_candidate(a, b, c, tile)()
