@@ -43,7 +43,8 @@ Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot`
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
 Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (nt too, but
-slower than copying B); ALIGNED asks 16-byte rows of C and of the chunked operands (B, Aᵀ). Triton reads
+slower than copying B; 80-row tiles take A as given only); ALIGNED asks 16-byte rows of C and of the
+chunked operands (B, Aᵀ). Triton reads
 a transposed A in place and copies a transposed B (a warp reads consecutive columns of B, which a
 column-major B scatters over rows: slower than the copy); its batch stops at 65535.
 
