@@ -63,6 +63,21 @@ def test_the_first_call_times_every_candidate_then_launches_the_winner(timed):
     assert run.chosen().startswith("b, 1.000 ms; runner-up c 2.000 ms") and "(3 candidates," in run.chosen()
 
 
+def test_a_problem_is_searched_among_the_candidates_that_take_its_layout(timed):
+    """A candidate that does not take a layout (`reads`) is neither bound nor timed for a problem in it, and
+    still is for the layouts it takes."""
+    calls, timed_calls = timed
+    s = fake_search(calls, reads=lambda cand, layout: cand != "b" or layout[0] == "n")
+    assert s.offered("tn") == ("a", "c") and s.offered("nt") == ("a", "b", "c")
+    a, b, c = operands()
+    run = s.tuned(a.T.contiguous().T, b, c)  # A a transposed view: layout tn
+    run()
+    assert timed_calls == ["a", "c"] and calls[-1] == "c"
+    timed_calls.clear()
+    s.tuned(a, b, c)()
+    assert timed_calls == ["a", "b", "c"]
+
+
 def test_a_shape_seen_before_is_not_searched_again(timed):
     calls, timed_calls = timed
     s = fake_search(calls)
