@@ -6,13 +6,12 @@ The idea. Two changes, neither touching v10's inner loop, and on the Triton side
   for every block row. Grouped order walks GROUP_M = 8 block rows column by column: the blocks in
   flight share 8 row panels of A and a few column panels of B, which stay in L2.
 - Tile sizes. The best BM, BN, BK, warp tile and pipeline depth depend on the GPU (SMs, registers,
-  shared memory) and on the shape (a 4096² C in 128×128 tiles is 1024 blocks: 3.9 waves of 2 blocks
-  on 132 SMs, the last partly idle). So they are searched, not guessed: the rung declares its
-  candidates, and the shared search (implementations/core/search.py) times them at the first call
-  per device and shape and reports the choice, for both languages. v10's tile in row-major order
-  (GROUP_M = 1) is one of them, so the search itself shows what grouping is worth. CUDA C's tiles need
-  not be powers of two: 80 rows make one even wave where 64 or 128 make a second; a Triton block's
-  sides are powers of two, so its side gets smaller tiles instead.
+  shared memory) and on the shape (the waves its tiles make: a 4096² C in 128×128 tiles is 3.9 waves
+  of 2 blocks on 132 SMs). So they are searched, not guessed: the rung declares its candidates, and the
+  shared search (implementations/core/search.py) times them at the first call per device and shape,
+  for both languages. v10's tile in row-major order (GROUP_M = 1) is one of them: the search shows what
+  grouping is worth. CUDA C's tiles need not be powers of two (80 rows: one even wave where 64 or 128
+  make two); a Triton block's must be.
 - Gluon. `tl.dot` in ieee fp32 lowers to FMAs over a default layout that cannot be chosen, and stays
   short of the CUDA tile. So the Triton side adds a Gluon kernel (`triton.experimental.gluon`, the same
   compiler with layouts and pipeline written out): the CUDA kernel's structure, phase for phase.
@@ -42,14 +41,12 @@ compilation only: what matches the CUDA tile is written out, layouts, copies, wa
 Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot` candidate runs,
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
-Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (nt too, but
-slower than copying B; 80-row tiles take A as given only); ALIGNED asks 16-byte rows of C and of the
-chunked operands (B, Aᵀ). Triton reads
-a transposed A in place and copies a transposed B (a warp reads consecutive columns of B, which a
-column-major B scatters over rows: slower than the copy); its batch stops at 65535.
+Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (nt is slower
+than copying B; 80-row tiles take A as given only); ALIGNED asks 16-byte rows of C and of the chunked
+operands (B, Aᵀ). Triton reads a transposed A in place and copies a transposed B (a column-major B
+scatters a warp's reads of consecutive columns over rows: slower than the copy); batches up to 65535.
 
 What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both.
-
 Its story (measurements, what was tried): docs/notes/v11.md.
 """
 
