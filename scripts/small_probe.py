@@ -81,7 +81,8 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dt
     for cand, (times, right) in ranked[:12]:
         cells = "  ".join(f"{us:8.2f} µs {100 * base / us:5.1f}%" for us, base in zip(times, cublas))
         print(f"   {cells} {'ok' if right is True else 'WRONG'}  {cand}", flush=True)
-    out[f"{label} {f'{batch}x' if batch else ''}{shape}{'' if layout == 'nn' else ' ' + layout}"] = {"timers": names, "cublas_us": cublas, "runs": results}
+    key = f"{label} {f'{batch}x' if batch else ''}{shape}{'' if layout == 'nn' else ' ' + layout}"
+    out[key] = {"timers": names, "cublas_us": cublas, "runs": results}
 
 
 def triton_config(bm, bn, bk, warps, stages, split_k=1):
@@ -116,16 +117,15 @@ def probe_sizes_fp32(args, out):
     extra_tiles = [v11.Tile(*map(int, t.split(","))) for t in args.cuda.split()]
     numbers = [tuple(map(int, t.split(","))) for t in args.triton.split()]
     extra_triton = [v11.Tile(*n) if len(n) == len(v11.Tile._fields) else v11._config(*n) for n in numbers]
-    tiles = v11.CUDA_SEARCH.candidates + tuple(extra_tiles)
+    tiles = [t for t in v11.CUDA_SEARCH.candidates + tuple(extra_tiles) if t.reads(args.layout)]
     source = v11.CudaSource(v11.__name__, [t.kernel(aligned, args.layout, batched) for aligned in (True, False)
-                                           for batched in (False, True) for t in tiles if t.reads(args.layout)])
+                                           for batched in (False, True) for t in tiles])
     timers = (("events", events_us), ("graph", graph_us))
 
     def prepare(launch, candidates):
         return lambda a, b, c: (lambda: None, {cand: launch(a, b, c, cand) for cand in candidates})
 
-    cuda = prepare(lambda a, b, c, tile: v11.launch_candidate(a, b, c, tile, source=source),
-                   [t for t in tiles if t.reads(args.layout)])
+    cuda = prepare(lambda a, b, c, tile: v11.launch_candidate(a, b, c, tile, source=source), tiles)
     triton = prepare(v11.launch_triton_candidate, v11.TRITON_SEARCH.candidates + tuple(extra_triton))
     set_cublas_math(tf32=False)
     for shape in args.sizes:

@@ -197,7 +197,6 @@ class Search:
             "gpu": torch.cuda.get_device_name(a.device) if gpu else "cpu",
             "cc": "{}.{}".format(*torch.cuda.get_device_capability(a.device)) if gpu else None,
             "dtype": str(a.dtype).removeprefix("torch."),
-            # n: row-major (unit column stride), t: column-major (a transposed view)
             "layout": problem_layout(a, b),
             "M": a.shape[-2], "N": b.shape[-1], "K": a.shape[-1],
             "batch": [list(t.shape[:-2]) for t in (a, b)],  # [[], []]: one product; [[B], []]: B shares one B
