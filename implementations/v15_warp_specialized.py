@@ -17,8 +17,8 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   are dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
   which adds the others' fp32 partial sums. Split-K (both languages), for products of fewer tiles than
   SMs: each tile cut into SPLIT_K slices of k, and the last slice to finish adds all the partials.
-Candidates (tiles, 64-row ones for few rows, stages, clusters, stream-K, split-K) are searched per problem, no
-wide tiles where tiles are few; on the Triton side also v11's kernel (pointer copies, no TMA) there and for batches.
+Candidates (tiles, 64-row ones with one consumer or two side by side, stages, clusters, stream-K, split-K) are
+searched per problem, no wide tiles where tiles are few; Triton also v11's kernel (no TMA) there and for batches.
 
 CUDA C and Triton side by side:
 
@@ -84,11 +84,16 @@ class Tile(NamedTuple):
     STREAM_K: int = 0
     BM: int = BM  # 64: one consumer warpgroup, two CTAs per SM
     SPLIT_K: int = 1  # > 1: each tile's k-blocks cut into this many slices (split-K)
+    CONSUMERS_N: int = 1  # 2 (BM = 64): two consumer warpgroups side by side, each 64 × BN / 2
+
+    @property
+    def consumers(self) -> int:
+        return self.BM // 64 * self.CONSUMERS_N
 
     @property
     def threads(self) -> int:
-        """A producer warpgroup and BM / 64 consumer warpgroups."""
-        return 128 + 2 * self.BM
+        """A producer warpgroup and the consumer warpgroups."""
+        return 128 + 128 * self.consumers
 
     def kernel(self, dtype: torch.dtype, layout: str = "nn", epilogue: str = "NoEpilogue",
                groups: str = "NoGroups") -> str:
@@ -98,8 +103,8 @@ class Tile(NamedTuple):
         a_t, b_t = (int(op == "t") for op in layout)
         return f"warp_specialized<{INPUTS[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue},{groups}>"
 
-    def __str__(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self._asdict().items())
+    def __str__(self) -> str:  # CONSUMERS_N only where it is 2: the other candidates keep their names (and cache keys)
+        return " ".join(f"{k}={v}" for k, v in self._asdict().items() if k != "CONSUMERS_N" or v != 1)
 
 
 CUDA_CANDIDATES = (
@@ -112,6 +117,7 @@ CUDA_CANDIDATES = (
     Tile(64, 8, 1, 8),  # four times the tiles, for smaller products still
     Tile(128, 3, 1, 8, 0, 64),  # 64-row tiles, two CTAs per SM: products (or batches of them) of few rows
     Tile(128, 4, 1, 8, 0, 64),  # one CTA per SM, a deeper ring: about as many tiles as SMs (1024³)
+    Tile(128, 8, 1, 8, 0, 64, 1, 2),  # the same tile, two consumer warpgroups side by side, a ring twice as deep
     Tile(64, 5, 1, 8, 0, 64),
     Tile(64, 5, 1, 8, 1, 64),  # and their k-blocks dealt out: fewer tiles than SMs (decode, skinny, small)
 )
@@ -131,7 +137,7 @@ KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAY
 # ---- CUDA C launcher ----------------------------------------------------------------------------------
 
 
-C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consumer warpgroup (BM / 64 here)
+C_STAGE_BYTES = 2 * 16 * 1024  # two 16 KB staging buffers of C, one per consumer warpgroup of a 128-row tile
 
 
 def tma_writable(c: torch.Tensor) -> bool:
@@ -186,7 +192,7 @@ def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion:
 
 def shared_bytes(tile: Tile) -> int:
     """A candidate's dynamic shared memory: its ring of A and B tiles, C's staging buffers, barriers."""
-    return tile.STAGES * (tile.BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES * tile.BM // BM + BARRIER_BYTES
+    return tile.STAGES * (tile.BM * BK + BK * tile.BN) * 2 + C_STAGE_BYTES // 2 * tile.consumers + BARRIER_BYTES
 
 
 def cluster_tiles(M: int, N: int, tile: Tile) -> int:

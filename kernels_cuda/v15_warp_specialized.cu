@@ -8,12 +8,14 @@
 // transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one (fp8: A_T = 0, B_T = 1 only).
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, A_T, B_T, Epilogue, Groups>, INPUT 0
-// fp16, 1 bf16, 2 e4m3; tile 128×BN×BK, BK = 64 (128 for fp8: a 128-byte row either way), BN = 256, or 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64
-// (BN ≤ 128) for products of few rows: one consumer warpgroup, two CTAs per SM. Launch: 128 + 2·BM threads
-// (a producer warpgroup and BM / 64 consumers), grid = CLUSTER_M × the clusters that fit at once (at most
+// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, CONSUMERS_N, A_T, B_T, Epilogue, Groups>,
+// INPUT 0 fp16, 1 bf16, 2 e4m3; tile 128×BN×BK, BK = 64 (128 for fp8: a 128-byte row either way), BN = 256, or
+// 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128) for products of few
+// rows: one consumer warpgroup, two CTAs per SM; or BM = 64 with CONSUMERS_N = 2 consumers side by side, each
+// 64 × BN / 2 (one CTA per SM: two warpgroups issue wgmma for one short tile). Launch: 128 + 2·BM·CONSUMERS_N
+// threads (a producer warpgroup and BM / 64 · CONSUMERS_N consumers), grid = CLUSTER_M × the clusters that fit at once (at most
 // one per cluster tile, or SPLIT_K), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of
-// tiles + BM / 4 KB for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and
+// tiles + 16 KB per consumer for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and
 // `flags` BM / 64 zeroed ints per CTA (left zeroed); with SPLIT_K > 1, SPLIT_K × BM × BN floats and BM / 64
 // zeroed ints (left zeroed) per CTA tile. `timeline`:
 // null, or TIMELINE_SLOTS stamps per CTA (see Timeline; `python -m implementations.tools.timeline` reads
@@ -377,22 +379,28 @@ __device__ __forceinline__ void wgmma_k_step(float (&d)[R], u64 a, u64 b, int ac
     }
 }
 
-template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K, int A_T,
-          int B_T, typename Epilogue = NoEpilogue, template <int, int, int, int> class Groups = NoGroups>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM, BM == 64 && SPLIT_K == 1 ? 2 : 1)
+template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K,
+          int CONSUMERS_N, int A_T, int B_T, typename Epilogue = NoEpilogue,
+          template <int, int, int, int> class Groups = NoGroups>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1)
+    __launch_bounds__(128 + 2 * BM * CONSUMERS_N, BM == 64 && CONSUMERS_N == 1 && SPLIT_K == 1 ? 2 : 1)
     warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
                      const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
                      int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
                      int* __restrict__ flags, unsigned long long* __restrict__ timeline,
                      const unsigned short* __restrict__ bias, const int* __restrict__ offsets,
                      const float* __restrict__ scales, int rowwise) {
-    static_assert(BN == 256 || BN == 128 || BN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
-    static_assert(BM == 128 || (BM == 64 && BN <= 128), "two CTAs per SM leave 128 registers a thread");
+    constexpr int WBN = BN / CONSUMERS_N;  // a consumer warpgroup's columns
+    static_assert(WBN == 256 || WBN == 128 || WBN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
+    static_assert(CONSUMERS_N == 1 || (CONSUMERS_N == 2 && BM == 64 && SPLIT_K == 1 && !STREAM_K),
+                  "two consumers side by side share a 64-row tile that is neither split nor streamed along k");
+    static_assert(BM == 128 || CONSUMERS_N == 2 || BN <= 128, "two CTAs per SM leave 128 registers a thread");
     static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
     static_assert(INPUT != V15_E4M3 || (!A_T && B_T), "fp8 wgmma reads both operands K-major: nt only");
     constexpr bool FP8 = INPUT == V15_E4M3;
     constexpr int IS_BF16 = INPUT != 0;  // C's type: fp16 for fp16, bf16 for bf16 and fp8
-    constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, CONSUMERS = BM / 64, B_BOXES = BN / 64;
+    constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, CONSUMERS = BM / 64 * CONSUMERS_N;
+    constexpr int A_BOXES = BM / 64, B_BOXES = BN / 64;
     constexpr int A_BYTES = BM * V15_ROW_BYTES, B_BYTES = BN * V15_ROW_BYTES;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, a C staging buffer per consumer (1024-byte
     //         aligned for the swizzle), barriers ----
@@ -456,7 +464,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                     // A: BM / 64 boxes of 64 × 64, each 64 rows of A (or, A_T, 64 columns of the stored K×M);
                     // B: BN / 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
                     unsigned char* a_tile = a_tiles + s * A_BYTES;
-                    for (int box = 0; box < CONSUMERS; ++box) {
+                    for (int box = 0; box < A_BOXES; ++box) {
                         const int m = groups.first_row() + tile_m * BM + box * 64;
                         tma_load_3d(a_tile + box * V15_BOX_BYTES, &a_map, &full[s], A_T ? m : k0, A_T ? k0 : m,
                                     a_matrix);
@@ -479,17 +487,20 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             });
         }
     } else {
-        // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127.
+        // The consumer warpgroups: take the registers; warpgroup 1 owns rows 0-63 of the tile, 2 rows 64-127
+        // (CONSUMERS_N = 2: columns 0 to WBN - 1 and WBN to BN - 1 of its 64 rows).
         if constexpr (CONSUMERS == 2) setmaxnreg_inc<GROUPED ? 224 : 232>();  // 128 · 56 + 256 · 224 ≤ 64 K registers
-        float d[BN / 2] = {};
+        const int rows_of = (warpgroup - 1) / CONSUMERS_N, cols_of = (warpgroup - 1) % CONSUMERS_N;
+        float d[WBN / 2] = {};
         const float scale = FP8 && !rowwise ? scales[0] * scales[1] : 1.0f;  // s_A·s_B, read once
         // Slot 0's descriptors; slot s and k-step kk only move the start address (shared memory < 256 KB:
         // the 14-bit address field cannot carry into the next). This warpgroup's 64 rows of A are the first
-        // or second 8 KB of the tile either way: 64 K-major rows of 128 bytes, or one 64-row box (A_T).
+        // or second 8 KB of the tile either way: 64 K-major rows of 128 bytes, or one 64-row box (A_T); its
+        // WBN columns of B start WBN / 64 boxes in, in either layout.
         // K-major: leading offset unused, 8-row groups 1024 bytes apart; M/N-major: 64-wide boxes 8 KB
         // apart, 8 k-rows 1024 bytes apart.
-        const u64 a_desc0 = smem_desc(a_tiles + (warpgroup - 1) * V15_BOX_BYTES, A_T ? V15_BOX_BYTES : 16, 1024);
-        const u64 b_desc0 = smem_desc(b_tiles, B_T ? 16 : V15_BOX_BYTES, 1024);
+        const u64 a_desc0 = smem_desc(a_tiles + rows_of * V15_BOX_BYTES, A_T ? V15_BOX_BYTES : 16, 1024);
+        const u64 b_desc0 = smem_desc(b_tiles + cols_of * (WBN / 64) * V15_BOX_BYTES, B_T ? 16 : V15_BOX_BYTES, 1024);
         // A k-step (16 k; fp8: 32): 32 bytes along a K-major tile's rows, 16 rows (2048 bytes) down an M/N-major one.
         constexpr int A_STEP = (A_T ? 16 * 128 : 32) / 16, B_STEP = (B_T ? 32 : 16 * 128) / 16;
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
@@ -514,7 +525,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                 wgmma_fence();
 #pragma unroll
                 for (int kk = 0; kk < K_STEPS; ++kk) {
-                    wgmma_k_step<INPUT, BN / 2, A_T, 1 - B_T>(d, a_desc + kk * A_STEP, b_desc + kk * B_STEP,
+                    wgmma_k_step<INPUT, WBN / 2, A_T, 1 - B_T>(d, a_desc + kk * A_STEP, b_desc + kk * B_STEP,
                                                               kb > kb0 || kk > 0);
                 }
                 wgmma_commit();
@@ -528,7 +539,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
                 release((it - 1) % STAGES);
             } else {  // an empty slice of k (split-K): its partial is zeros
 #pragma unroll
-                for (int i = 0; i < BN / 2; ++i) d[i] = 0.0f;
+                for (int i = 0; i < WBN / 2; ++i) d[i] = 0.0f;
             }
             trace.tile_done();
             // ---- stream-K: a run that starts inside a tile leaves its partial sums; the tile's head, the
@@ -550,26 +561,25 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) __launch_bounds__(128 + 2 * BM
             // ---- split-K: every slice leaves its partial sums; the tile's last slice to finish adds them ----
             if constexpr (SPLIT_K > 1) {
                 const int block = (t * CLUSTER_M + rank) * CONSUMERS + warpgroup - 1;  // this warpgroup's 64×BN
-                const int rows = M - (groups.first_row() + tile_m * BM + (warpgroup - 1) * 64);
+                const int rows = M - (groups.first_row() + tile_m * BM + rows_of * 64);
                 if (!split_k_fixup<SPLIT_K>(d, partials, flags, block, schedule.slice_of(kb0), rows, warpgroup,
                                             &tickets[warpgroup - 1]))
                     return;
             }
             // ---- 4. the epilogue in registers (fp8's scales; v17's bias and activation; none here), then write
             //         back, while the producer already fills the ring with the next tile ----
-            const int row0 = groups.first_row() + tile_m * BM + (warpgroup - 1) * 64;
-            if constexpr (FP8) apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, tile_n * BN);
-            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, tile_n * BN, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES,
+            const int row0 = groups.first_row() + tile_m * BM + rows_of * 64, col0 = tile_n * BN + cols_of * WBN;
+            if constexpr (FP8) apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, col0);
+            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, col0, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES,
                                               warpgroup);
             // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored
             // from registers, masked at the group's end: TMA clips a store at the matrix's edge only.
             const int matrix = GROUPED ? 0 : product, row_end = GROUPED ? groups.row_end() : M;
             if (c_by_tma && (!GROUPED || row_end == M || row0 + 64 <= row_end)) {
-                store_via_tma<IS_BF16, BN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, tile_n * BN,
-                                           matrix, warpgroup);
+                store_via_tma<IS_BF16, WBN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, col0,
+                                            matrix, warpgroup);
             } else {
-                store_accumulators<IS_BF16>(d, c + static_cast<long long>(matrix) * M * N, row_end, N, row0,
-                                            tile_n * BN);
+                store_accumulators<IS_BF16>(d, c + static_cast<long long>(matrix) * M * N, row_end, N, row0, col0);
             }
         });
         if (threadIdx.x % 128 == 0) bulk_wait_read<0>();  // the staging buffer must outlive the last store's read

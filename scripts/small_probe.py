@@ -16,6 +16,9 @@ With --rung 11, the same for fp32 (TF32 off): v11's candidates, and tiles given 
 (--cuda; in --triton a Gluon tile, where five numbers are a `tl.dot` config BLOCK_M,BLOCK_N,BLOCK_K,warps,stages):
 
     python scripts/small_probe.py --rung 11 --sizes 1000x1100x1028 --cuda "80,128,8,80,32,4,8"
+
+With --profile, each of those runs once, untimed, inside the NVTX ranges that scripts/ncu_sections.sh --probe
+hands Nsight Compute.
 """
 
 import argparse
@@ -34,10 +37,12 @@ from implementations import v15_warp_specialized as v15  # noqa: E402
 from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs  # noqa: E402
 from implementations.core.env import set_cublas_math  # noqa: E402
 from implementations.core.tasks import parse_sizes  # noqa: E402
+from implementations.tools.profile import RANGE, launch_range  # noqa: E402
 
 FEW_TILES = [(16, 4096, 4096), (128, 8192, 8192), (1024, 1024, 1024), (512, 512, 512), (256, 256, 256),
              (64, 8192, 8192), (16, 14336, 4096)]
 LARGE = [(3000, 5000, 7000), (3072, 5120, 7168)]
+PROFILE, LAUNCHES = False, 0  # --profile; the launches profiled so far
 
 
 def split_k_configs():
@@ -55,10 +60,22 @@ def events_us(fn):
     return 1000 * do_bench(fn, warmup=10, rep=50)
 
 
+def profiled(label, call):
+    """--profile: `call` once more inside the NVTX ranges Nsight Compute is told to profile (as the profile
+    child's, implementations/tools/profile.py), its launch named on stdout."""
+    global LAUNCHES
+    with torch.cuda.nvtx.range(RANGE), torch.cuda.nvtx.range(launch_range(LAUNCHES)):
+        call()
+        torch.cuda.synchronize()
+    print(f"profiled {LAUNCHES}: {label}", flush=True)
+    LAUNCHES += 1
+
+
 def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dtype="bf16", layout="nn"):
     """Time (each of `timers`) and check every run `prepare(a, b, c)` binds, print the fastest twelve by the
-    first timer, keep all in `out`."""
+    first timer, keep all in `out`; with --profile, run each once for Nsight Compute instead of timing it."""
     precision = PRECISIONS[dtype]
+    timers = () if PROFILE else timers
     a, b = make_inputs(*shape, precision, "cuda", 1, layout=layout, batch=batch)
     c = torch.empty(*a.shape[:-1], shape[1], device="cuda", dtype=a.dtype)
     refresh, runs = prepare(a, b, c)
@@ -70,10 +87,16 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dt
         try:
             call()
             right = check(c, a, b, precision).ok
+            if PROFILE:
+                profiled(f"{label} {shape} {cand} {'ok' if right else 'WRONG'}", call)
             results[str(cand)] = ([timer(call) for _, timer in timers], right)
         except Exception as exc:  # a configuration that does not fit (shared memory) is reported, not fatal
             results[str(cand)] = (None, str(exc).splitlines()[0][:100])
     cublas = [timer(lambda: torch.matmul(a, b)) for _, timer in timers]
+    if PROFILE:
+        torch.matmul(a, b)
+        profiled(f"cublas {shape}", lambda: torch.matmul(a, b))
+        return
     names = " / ".join(name for name, _ in timers)
     print(f"== {label} {f'{batch}×' if batch else ''}{shape}: cuBLAS {names} "
           + " / ".join(f"{us:.2f}" for us in cublas) + " µs", flush=True)
@@ -159,7 +182,12 @@ def main() -> int:
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
                    "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (v15: persistent and flattened, or "
                    "split-K; v11: a tl.dot config), or a v11 Gluon tile as --cuda's")
+    p.add_argument("--profile", action="store_true",
+                   help="with --sizes: run each candidate (and cuBLAS) once inside the NVTX ranges Nsight Compute "
+                   "profiles, untimed: scripts/ncu_sections.sh --probe ...")
     args = p.parse_args()
+    global PROFILE
+    PROFILE = args.profile
     if not torch.cuda.is_available():
         print("small_probe.py needs a CUDA device (sm_90): it times Hopper kernels", file=sys.stderr)
         return 2

@@ -449,7 +449,8 @@ def run_sanitizer(args) -> int:
 def nsight(args, variants: list[Variant], impls, sizes, log: report.ResultLog) -> None:
     """compare.py --ncu: Nsight Compute's figures for every chosen launch, printed and kept in the reports."""
     impls = [i for i in impls if i in profile.IMPLS]  # the CPU baseline launches no kernel
-    profiled = ncu.profile(variants, impls, sizes, args.dtype, tool_logs(args, "ncu"))
+    profiled = ncu.profile(variants, impls, sizes, args.dtype, tool_logs(args, "ncu"), layouts=args.layout,
+                           batch=args.batch, shared=args.shared)
     if profiled.problem:
         print(f"\nNsight Compute: {profiled.problem}; going on without its columns")
         return
@@ -510,6 +511,10 @@ def main(argv: list[str] | None = None) -> int:
         print(list_rungs())
         return 0
     if args.sanitize:
+        if args.batch or args.layout != (("nt",) if PRECISIONS[args.dtype].scaled else ("nn",)):
+            print("--sanitize checks one product in the dtype's own layout: give it without --batch or --layout",
+                  file=sys.stderr)
+            return 2
         return run_sanitizer(args)
     default = distributed.default_rungs(args.dtype) if args.distributed else select()
     variants = (args.rungs if args.rungs is not None else default) + args.extra

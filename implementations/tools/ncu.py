@@ -40,7 +40,7 @@ from pathlib import Path
 from tabulate import tabulate
 
 from ..core.check import PRECISIONS
-from .profile import (RANGE, child_command, cuda_kernel_names, describe, read_child_output,
+from .profile import (RANGE, child_command, cuda_kernel_names, describe, problem_label, read_child_output,
                        triton_kernel_names)
 from ..core import IMPORT_ROOT
 from ..core.registry import Variant
@@ -95,12 +95,13 @@ def kernel_regex(variants: Iterable[Variant], impls: Iterable[str]) -> str:
 
 
 def ncu_command(variants: Sequence[Variant], impls: Sequence[str], sizes: Sequence[tuple[int, int, int]], dtype: str,
-                log_file: Path) -> list[str]:
+                log_file: Path, **problem) -> list[str]:
+    """problem: the child's layouts=, batch=, shared= (profile.child_command)."""
     return [shutil.which("ncu") or "ncu", "--target-processes", "application-only", "--clock-control", "none",
             "--nvtx", "--nvtx-include", f"{RANGE}/", "--kernel-name-base", "function",
             "--kernel-name", kernel_regex(variants, impls), "--metrics", ",".join(METRICS.values()),
             "--csv", "--page", "raw", "--print-units", "base", "--log-file", str(log_file),
-            *child_command(variants, impls, sizes, dtype)]
+            *child_command(variants, impls, sizes, dtype, **problem)]
 
 
 # ---- reading ncu's raw CSV --------------------------------------------------------------------------
@@ -169,6 +170,8 @@ class NcuRow:
     tile: tuple[int, int] | None  # the block tile the run computed with (traffic.run_tile), None for cuBLAS
     launch: int
     kernel: str
+    layout: str = "nn"
+    batch: int = 0  # products in the launch (0: one, not a batch)
     time_ns: float | None = None
     sm_pct: float | None = None
     mem_pct: float | None = None
@@ -178,7 +181,7 @@ class NcuRow:
 
     @property
     def size(self) -> str:
-        return f"{self.M}x{self.N}x{self.K}"
+        return problem_label(self.M, self.N, self.K, self.layout, self.batch)
 
 
 def match(launches: list[Launch], labels: dict[int, dict]) -> tuple[list[NcuRow], list[str]]:
@@ -199,7 +202,8 @@ def match(launches: list[Launch], labels: dict[int, dict]) -> tuple[list[NcuRow]
             notes.append(f"kernel {x.kernel} of launch {x.launch}, whose run failed: left out")
             continue
         tile = tuple(label["tile"]) if label.get("tile") else None
-        fields = {k: label[k] for k in ("rung", "name", "config", "impl", "M", "N", "K", "dtype")}
+        fields = {k: label[k] for k in ("rung", "name", "config", "impl", "M", "N", "K", "dtype", "layout", "batch")
+                  if k in label}
         rows.append(NcuRow(**fields, tile=tile, launch=x.launch, kernel=x.kernel, **x.values))
     seen = {row.launch for row in rows}
     notes += [f"{describe(label)}: ncu profiled no kernel of this launch (is its kernel name in the filter?)"
@@ -223,9 +227,9 @@ def _tool_messages(text: str) -> list[str]:
 
 
 def profile(variants: Sequence[Variant], impls: Sequence[str], sizes: Sequence[tuple[int, int, int]], dtype: str,
-            log_dir: Path | None = None) -> NcuReport:
+            log_dir: Path | None = None, **problem) -> NcuReport:
     """Profile every chosen launch under ncu; log_dir (when given) keeps ncu's raw CSV, the child's
-    output and the command line."""
+    output and the command line. problem: layouts=, batch=, shared= (profile.child_command)."""
     missing = ncu_missing()
     if missing:
         return NcuReport(problem=missing)
@@ -233,7 +237,7 @@ def profile(variants: Sequence[Variant], impls: Sequence[str], sizes: Sequence[t
         folder = Path(log_dir).resolve() if log_dir is not None else Path(tmp)  # the tools run in REPO
         folder.mkdir(parents=True, exist_ok=True)
         log_file = folder / "ncu_raw.csv"
-        cmd = ncu_command(variants, impls, sizes, dtype, log_file)
+        cmd = ncu_command(variants, impls, sizes, dtype, log_file, **problem)
         try:
             proc = subprocess.run(cmd, cwd=IMPORT_ROOT, capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -291,7 +295,8 @@ def traffic_table(rows: list[NcuRow], fmt: str = "simple") -> str:
     body = []
     for r in rows:
         itemsize = PRECISIONS[r.dtype].dtype.itemsize  # the output has the operands' dtype
-        predicted = predicted_bytes(r.M, r.N, r.K, r.tile, itemsize, itemsize) if r.tile else None
+        products = max(r.batch, 1)  # each product of a batch reads its own tiles (a shared operand's from L2)
+        predicted = products * predicted_bytes(r.M, r.N, r.K, r.tile, itemsize, itemsize) if r.tile else None
         measured = None if r.dram_read is None or r.dram_write is None else r.dram_read + r.dram_write
         ratio = measured / predicted if predicted and measured is not None else None
         body.append([_rung(r), r.config, r.impl, r.size, "x".join(map(str, r.tile)) if r.tile else "",

@@ -73,6 +73,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes", type=tasks.parse_sizes, default=tasks.parse_sizes("4096"), metavar="LIST",
                    help="N for N³ or MxNxK, comma-separated (default: 4096)")
     p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32", help="operand precision (default: fp32)")
+    p.add_argument("--layout", type=tasks.parse_layouts, default=("nn",), metavar="LIST",
+                   help="operand layouts as compare.py takes them: nn, nt, tn, tt (default: nn)")
+    p.add_argument("--batch", type=int, default=0, metavar="B", help="a batch of B products of each size (default: one)")
+    p.add_argument("--shared", choices=("a", "b"), default="", help="with --batch: the operand the batch shares")
     p.add_argument("--config-json", type=_config, default=None, metavar="JSON",
                    help='one config for every chosen rung instead of the rung\'s own, e.g. \'{"TILE": 16}\'')
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
@@ -87,11 +91,12 @@ def _record(task: tasks.Task, dtype: str) -> dict:
         v.tag, v.name)
     M, N, K = task.shape
     return {"rung": rung, "name": name, "config": config_label(task.config), "impl": task.impl,
-            "M": M, "N": N, "K": K, "dtype": dtype}
+            "M": M, "N": N, "K": K, "dtype": dtype, "layout": task.layout, "batch": task.batch}
 
 
 def _prepare(task: tasks.Task, dtype: str, device: torch.device, seed: int):
-    a, b = make_inputs(*task.shape, PRECISIONS[dtype], device, seed, layout=task.layout)
+    a, b = make_inputs(*task.shape, PRECISIONS[dtype], device, seed, layout=task.layout, batch=task.batch,
+                       shared=task.shared)
     scales = scales_argument(PRECISIONS[dtype], device, seed, *task.shape[:2])  # fp8's, else none
     if task.variant is None:
         return cublas_prepare(a, b, **scales)
@@ -113,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.config_json is not None:
         variants = [dataclasses.replace(v, configs=(args.config_json,)) for v in variants]
     index, failures = 0, 0
-    for task in tasks.plan(variants, args.impl, args.sizes):
+    for task in tasks.plan(variants, args.impl, args.sizes, args.layout, args.batch, shared=args.shared):
         record = _record(task, args.dtype)
         reason = tasks.skip_reason(task, args.dtype, device)
         try:
@@ -149,10 +154,14 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def child_command(variants: Sequence[Variant], impls: Iterable[str], sizes: Iterable[tuple[int, int, int]],
-                  dtype: str, *, config: dict | None = None, warmup: bool = True) -> list[str]:
+                  dtype: str, *, config: dict | None = None, warmup: bool = True, layouts: Sequence[str] = ("nn",),
+                  batch: int = 0, shared: str = "") -> list[str]:
     """The command line (this Python) that runs the child on these rungs; run it from the repository root."""
     cmd = [sys.executable, "-m", __name__, "--rungs", ",".join(v.tag for v in variants),
-           "--impl", ",".join(impls), "--sizes", ",".join("x".join(map(str, s)) for s in sizes), "--dtype", dtype]
+           "--impl", ",".join(impls), "--sizes", ",".join("x".join(map(str, s)) for s in sizes), "--dtype", dtype,
+           "--layout", ",".join(layouts)]
+    if batch:
+        cmd += ["--batch", str(batch)] + (["--shared", shared] if shared else [])
     if config is not None:
         cmd += ["--config-json", json.dumps(config)]
     if not warmup:
@@ -166,8 +175,13 @@ class ChildOutput:
     notes: list[str] = field(default_factory=list)  # skipped and failed combinations, one line each
 
 
+def problem_label(M: int, N: int, K: int, layout: str = "nn", batch: int = 0) -> str:
+    """The size as the tools print it: "64×512x512x512 nt" for a batch of 64 in layout nt."""
+    return f"{f'{batch}×' if batch else ''}{M}x{N}x{K}{'' if layout == 'nn' else ' ' + layout}"
+
+
 def describe(record: dict) -> str:
-    size = f"{record['M']}x{record['N']}x{record['K']}"
+    size = problem_label(record["M"], record["N"], record["K"], record.get("layout", "nn"), record.get("batch", 0))
     return " ".join(p for p in (record["rung"], record["config"], record["impl"], size) if p)
 
 

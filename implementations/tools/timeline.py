@@ -15,7 +15,8 @@ the benchmarks. Per launch it prints:
 - cycles per tile: the first (it waits for the ring to fill from DRAM) and the others, mean and spread
   over CTAs, and the SM clock each CTA saw;
 - what a dynamic schedule could save at most: the last end less the median end of the CTAs that took
-  the most tiles.
+  the most tiles;
+- from the end of the last tile's multiplies to the end: its epilogue, until its stores have read the staging buffer.
 --analyse reads saved launches and asks whether a dynamic schedule would pay: whether a CTA's cycles per
 tile are its own (correlated from launch to launch, which a schedule could exploit) or chance, and, drawing
 tile times from the measured ones, the mean end of the static schedule against a greedy dynamic one (each
@@ -57,6 +58,9 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     first = durations[:, 0]
     stamped = np.minimum(taken, tiles.shape[1])
     later = np.concatenate([durations[i, 1:stamped[i]] for i in range(len(stamps))])
+    whole = taken <= tiles.shape[1]  # CTAs whose every tile is stamped: the rest of their time is the last epilogue
+    last = tiles[np.arange(len(stamps)), stamped - 1]
+    epilogue = (stamps[whole, END_CLK] - last[whole]).astype(np.float64)
     return {
         "span_us": (end.max() - t0) / 1e3,
         "skew_us": (start.max() - t0) / 1e3,
@@ -64,6 +68,7 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
         "end_first_us": ends.min(), "end_median_us": float(np.median(ends)), "end_last_us": ends.max(),
         "first_tile_kcyc": (first.mean() / 1e3, first.min() / 1e3, first.max() / 1e3),
         "tile_kcyc": (later.mean() / 1e3, later.min() / 1e3, later.max() / 1e3) if later.size else None,
+        "epilogue_kcyc": (epilogue.mean() / 1e3, epilogue.min() / 1e3, epilogue.max() / 1e3) if epilogue.size else None,
         "ghz": (ghz.mean(), ghz.min(), ghz.max()),
         "dynamic_saves_at_most_us": ends.max() - float(np.median(ends)),
     }
@@ -124,6 +129,8 @@ def report(label: str, s: dict) -> None:
     tiles = ", ".join(f"{n} CTAs took {t}" for t, n in sorted(s["tiles"].items()))
     f, t, g = s["first_tile_kcyc"], s["tile_kcyc"], s["ghz"]
     later = f"; later tiles {t[0]:.1f} K cycles ({t[1]:.1f}-{t[2]:.1f})" if t else ""
+    e = s["epilogue_kcyc"]
+    later += f"; the last tile's multiplies to the end {e[0]:.1f} K cycles ({e[1]:.1f}-{e[2]:.1f})" if e else ""
     print(f"  {label}: span {s['span_us']:.1f} µs, start skew {s['skew_us']:.2f} µs; {tiles}\n"
           f"    the busiest CTAs ended at {s['end_first_us']:.1f} / {s['end_median_us']:.1f} / "
           f"{s['end_last_us']:.1f} µs (earliest / median / last): a dynamic schedule could save at most "
@@ -136,7 +143,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="4096", help="n for n³, or MxNxK")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
-    parser.add_argument("--tile", default="256,4,2,8,0", help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K (a candidate)")
+    parser.add_argument("--tile", default="256,4,2,8,0", help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K[,BM,SPLIT_K,CONSUMERS_N] (a candidate)")
     parser.add_argument("--launches", type=int, default=5)
     parser.add_argument("--save", help="also write every launch's raw stamps to this .npz")
     parser.add_argument("--analyse", nargs="+", metavar="NPZ", help="analyse saved stamps instead (no GPU)")

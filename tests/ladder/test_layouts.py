@@ -128,3 +128,9 @@ def test_a_shared_operand_needs_a_batch(capsys):
     assert "--shared b names the operand a batch shares: give --batch B too" in capsys.readouterr().err
     with pytest.raises(ValueError, match="needs a batch"):
         make_inputs(5, 7, 3, PRECISIONS["fp32"], "cpu", 11, shared="a")
+
+
+@pytest.mark.parametrize("option", [["--batch", "4"], ["--layout", "tn"]])
+def test_the_sanitizer_refuses_a_problem_it_would_not_run(option, capsys):
+    assert cli.main(["--sanitize", "--rungs", "3", *option]) == 2
+    assert "--sanitize checks one product in the dtype's own layout" in capsys.readouterr().err

@@ -77,9 +77,26 @@ def test_child_command():
     cmd = profile.child_command(select("3-4"), ("cuda", "triton"), [(64, 64, 64), (17, 33, 5)], "fp32",
                                  config={"TILE": 16}, warmup=False)
     assert cmd == [sys.executable, "-m", "implementations.tools.profile", "--rungs", "v03,v04", "--impl", "cuda,triton",
-                   "--sizes", "64x64x64,17x33x5", "--dtype", "fp32", "--config-json", '{"TILE": 16}', "--no-warmup"]
-    assert profile.child_command(select("1"), ("cublas",), [(8, 8, 8)], "bf16")[-6:] == [
-        "--impl", "cublas", "--sizes", "8x8x8", "--dtype", "bf16"]
+                   "--sizes", "64x64x64,17x33x5", "--dtype", "fp32", "--layout", "nn", "--config-json", '{"TILE": 16}',
+                   "--no-warmup"]
+    assert profile.child_command(select("1"), ("cublas",), [(8, 8, 8)], "bf16")[-8:] == [
+        "--impl", "cublas", "--sizes", "8x8x8", "--dtype", "bf16", "--layout", "nn"]
+    batched = profile.child_command(select("11"), ("cuda",), [(8, 8, 8)], "fp32", layouts=("nt", "tn"), batch=64,
+                                    shared="b")
+    assert batched[-6:] == ["--layout", "nt,tn", "--batch", "64", "--shared", "b"]
+    args = profile.build_parser().parse_args(batched[3:])
+    assert (args.layout, args.batch, args.shared) == (("nt", "tn"), 64, "b")
+
+
+def test_batches_and_layouts_are_labelled_and_their_traffic_counts_every_product():
+    assert profile.problem_label(512, 512, 512) == "512x512x512"
+    assert profile.problem_label(512, 256, 128, "nt", 64) == "64×512x256x128 nt"
+    record = {"rung": "v11", "name": "autotuned", "config": "", "impl": "cuda", "M": 512, "N": 512, "K": 512,
+              "dtype": "fp32", "layout": "tn", "batch": 64, "tile": [128, 128]}
+    rows, notes = ncu.match([ncu.Launch("autotuned", 0, {"dram_read": 1e6, "dram_write": 1e6})], {0: record})
+    assert notes == [] and rows[0].size == "64×512x512x512 tn"
+    one = 4 * (512 * 512 * 4 + 512 * 512 * 4) + 4 * 512 * 512  # A and B read 512 / 128 times, C written
+    assert ncu.traffic_table(rows).splitlines()[-1].split()[-4:-1] == ["128x128", f"{64 * one / 1e6:,.1f}", "2.0"]
 
 
 def test_read_child_output():
