@@ -29,6 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import numpy as np  # noqa: E402
 import torch  # noqa: E402
 from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
 
@@ -182,12 +183,17 @@ def main() -> int:
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
                    "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (v15: persistent and flattened, or "
                    "split-K; v11: a tl.dot config), or a v11 Gluon tile as --cuda's")
+    p.add_argument("--c-from-registers", action="store_true",
+                   help="v15's CUDA C kernels store C straight from registers, as where TMA cannot write C, instead of "
+                   "staging it for a TMA store")
     p.add_argument("--profile", action="store_true",
                    help="with --sizes: run each candidate (and cuBLAS) once inside the NVTX ranges Nsight Compute "
                    "profiles, untimed: scripts/ncu_sections.sh --probe ...")
     args = p.parse_args()
     global PROFILE
     PROFILE = args.profile
+    if args.c_from_registers:  # the launcher's own fallback, taken for every C
+        v15.c_tensor_map = lambda c, box, fallback: (fallback, np.int32(0))
     if not torch.cuda.is_available():
         print("small_probe.py needs a CUDA device (sm_90): it times Hopper kernels", file=sys.stderr)
         return 2
