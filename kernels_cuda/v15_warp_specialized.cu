@@ -13,8 +13,8 @@
 // 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128) for products of few
 // rows: one consumer warpgroup, two CTAs per SM; or BM = 64 with CONSUMERS_N = 2 consumers side by side, each
 // 64 × BN / 2 (one CTA per SM: two warpgroups issue wgmma for one short tile). Launch: 128 + 2·BM·CONSUMERS_N
-// threads (a producer warpgroup and BM / 64 · CONSUMERS_N consumers), grid = CLUSTER_M × the clusters that fit at once (at most
-// one per cluster tile, or SPLIT_K), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of
+// threads (a producer warpgroup and BM / 64 · CONSUMERS_N consumers), grid = CLUSTER_M × the clusters that fit
+// at once (at most one per cluster tile, or SPLIT_K), persistent. Dynamic shared memory: STAGES × (BM / 8 KB + BN / 8 KB) of
 // tiles + 16 KB per consumer for C + 1 KB. With STREAM_K, `partials` holds BM × BN floats per CTA of the grid and
 // `flags` BM / 64 zeroed ints per CTA (left zeroed); with SPLIT_K > 1, SPLIT_K × BM × BN floats and BM / 64
 // zeroed ints (left zeroed) per CTA tile. `timeline`:

@@ -22,6 +22,7 @@ hands Nsight Compute.
 """
 
 import argparse
+import functools
 import itertools
 import json
 import sys
@@ -123,16 +124,22 @@ def probe_sizes(args, out):
     source = v15.CudaSource(v15.__name__, [t.kernel(d, "nn") for d in v15.IS_BF16 for t in tiles], arch="sm_90a")
     timers = (("events", events_us), ("graph", graph_us))
 
-    def prepare_cuda(a, b, c):
+    def prepare_cuda(a, b, c, source=source):
         problem, refresh = v15.tma_problem(a, b, c)
         return refresh, v15.launch_candidates(problem, c, v15.cuda_candidates(a, b, c) + tuple(extra_tiles),
                                               source=source)
+
+    against = args.against and v15.CudaSource(v15.__name__, source.kernels, arch="sm_90a",
+                                              directory=args.against.resolve())
 
     def prepare_triton(a, b, c):
         return v15.prepare_triton(a, b, c, v15.triton_candidates(a, b, c) + tuple(extra_configs))
 
     for shape in args.sizes:
         probe("cuda", shape, prepare_cuda, out, args.batch, timers)
+        if against:
+            probe(f"cuda from {args.against}", shape, functools.partial(prepare_cuda, source=against), out, args.batch,
+                  timers)
         probe("triton", shape, prepare_triton, out, args.batch, timers)
 
 
@@ -183,6 +190,9 @@ def main() -> int:
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
                    "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (v15: persistent and flattened, or "
                    "split-K; v11: a tl.dot config), or a v11 Gluon tile as --cuda's")
+    p.add_argument("--against", type=Path, metavar="DIR",
+                   help="with --sizes (v15): also time the CUDA C tiles compiled from DIR/v15_warp_specialized.cu, "
+                   "e.g. an earlier commit's (git show REV:kernels_cuda/v15_warp_specialized.cu), beside the working tree's")
     p.add_argument("--c-from-registers", action="store_true",
                    help="v15's CUDA C kernels store C straight from registers, as where TMA cannot write C, instead of "
                    "staging it for a TMA store")
