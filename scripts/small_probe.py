@@ -192,7 +192,8 @@ def main() -> int:
                    "split-K; v11: a tl.dot config), or a v11 Gluon tile as --cuda's")
     p.add_argument("--against", type=Path, metavar="DIR",
                    help="with --sizes (v15): also time the CUDA C tiles compiled from DIR/v15_warp_specialized.cu, "
-                   "e.g. an earlier commit's (git show REV:kernels_cuda/v15_warp_specialized.cu), beside the working tree's")
+                   "e.g. an earlier commit's (git show REV:kernels_cuda/v15_warp_specialized.cu), beside the working "
+                   "tree's")
     p.add_argument("--c-from-registers", action="store_true",
                    help="v15's CUDA C kernels store C straight from registers, as where TMA cannot write C, instead of "
                    "staging it for a TMA store")

@@ -16,7 +16,8 @@ the benchmarks. Per launch it prints:
   over CTAs, and the SM clock each CTA saw;
 - what a dynamic schedule could save at most: the last end less the median end of the CTAs that took
   the most tiles;
-- from the end of the last tile's multiplies to the end: its epilogue, until its stores have read the staging buffer.
+- from the end of the last tile's multiplies to the end: its epilogue, until its stores have read the staging
+  buffer.
 --analyse reads saved launches and asks whether a dynamic schedule would pay: whether a CTA's cycles per
 tile are its own (correlated from launch to launch, which a schedule could exploit) or chance, and, drawing
 tile times from the measured ones, the mean end of the static schedule against a greedy dynamic one (each
@@ -58,7 +59,7 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     first = durations[:, 0]
     stamped = np.minimum(taken, tiles.shape[1])
     later = np.concatenate([durations[i, 1:stamped[i]] for i in range(len(stamps))])
-    whole = taken <= tiles.shape[1]  # CTAs whose every tile is stamped: the rest of their time is the last epilogue
+    whole = taken <= tiles.shape[1]  # CTAs whose every tile is stamped: the rest of their time is the epilogue
     last = tiles[np.arange(len(stamps)), stamped - 1]
     epilogue = (stamps[whole, END_CLK] - last[whole]).astype(np.float64)
     return {
@@ -68,7 +69,8 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
         "end_first_us": ends.min(), "end_median_us": float(np.median(ends)), "end_last_us": ends.max(),
         "first_tile_kcyc": (first.mean() / 1e3, first.min() / 1e3, first.max() / 1e3),
         "tile_kcyc": (later.mean() / 1e3, later.min() / 1e3, later.max() / 1e3) if later.size else None,
-        "epilogue_kcyc": (epilogue.mean() / 1e3, epilogue.min() / 1e3, epilogue.max() / 1e3) if epilogue.size else None,
+        "epilogue_kcyc": ((epilogue.mean() / 1e3, epilogue.min() / 1e3, epilogue.max() / 1e3) if epilogue.size
+                          else None),
         "ghz": (ghz.mean(), ghz.min(), ghz.max()),
         "dynamic_saves_at_most_us": ends.max() - float(np.median(ends)),
     }
@@ -143,7 +145,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--size", default="4096", help="n for n³, or MxNxK")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
-    parser.add_argument("--tile", default="256,4,2,8,0", help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K[,BM,SPLIT_K,CONSUMERS_N] (a candidate)")
+    parser.add_argument("--tile", default="256,4,2,8,0",
+                        help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K[,BM,SPLIT_K,CONSUMERS_N] (a candidate)")
     parser.add_argument("--launches", type=int, default=5)
     parser.add_argument("--save", help="also write every launch's raw stamps to this .npz")
     parser.add_argument("--analyse", nargs="+", metavar="NPZ", help="analyse saved stamps instead (no GPU)")
