@@ -186,7 +186,8 @@ def main() -> int:
     p.add_argument("--layout", choices=LAYOUTS, default="nn",
                    help="with --rung 11: the operands' layout, each read in place (v11's CUDA C nt kernel too)")
     p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, space-separated, each "
-                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K] (v15) or BM,BN,BK,WM,WN,STAGES,GROUP_M (v11)")
+                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K,CONSUMERS_N] (v15) or BM,BN,BK,WM,WN,STAGES,GROUP_M "
+                   "(v11)")
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
                    "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (v15: persistent and flattened, or "
                    "split-K; v11: a tl.dot config), or a v11 Gluon tile as --cuda's")
@@ -195,8 +196,8 @@ def main() -> int:
                    "e.g. an earlier commit's (git show REV:kernels_cuda/v15_warp_specialized.cu), beside the working "
                    "tree's")
     p.add_argument("--c-from-registers", action="store_true",
-                   help="v15's CUDA C kernels store C straight from registers, as where TMA cannot write C, instead of "
-                   "staging it for a TMA store")
+                   help="with --sizes (v15): the CUDA C kernels store C straight from registers, as where TMA "
+                   "cannot write C, instead of staging it for a TMA store")
     p.add_argument("--profile", action="store_true",
                    help="with --sizes: run each candidate (and cuBLAS) once inside the NVTX ranges Nsight Compute "
                    "profiles, untimed: scripts/ncu_sections.sh --probe ...")
