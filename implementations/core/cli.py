@@ -474,8 +474,9 @@ def main(argv: list[str] | None = None) -> int:
             print(shapes.listing())
             return 0
         args.sizes = shapes.run_sizes(args.shapes)
+    own_layout = ("nt",) if PRECISIONS[args.dtype].scaled else ("nn",)  # the layout fp8 tensor cores read, else nn
     if args.layout is None:
-        args.layout = ("nt",) if PRECISIONS[args.dtype].scaled else ("nn",)
+        args.layout = own_layout
     if PRECISIONS[args.dtype].scaled and (args.epilogue != ("none",) or args.groups is not None or args.distributed
                                           or args.nproc):
         print(f"--dtype {args.dtype} runs single products and batches, without --epilogue, --groups, --distributed "
@@ -511,7 +512,7 @@ def main(argv: list[str] | None = None) -> int:
         print(list_rungs())
         return 0
     if args.sanitize:
-        if args.batch or args.layout != (("nt",) if PRECISIONS[args.dtype].scaled else ("nn",)):
+        if args.batch or args.layout != own_layout:
             print("--sanitize checks one product in the dtype's own layout: give it without --batch or --layout",
                   file=sys.stderr)
             return 2
