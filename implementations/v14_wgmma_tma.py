@@ -93,16 +93,18 @@ def padded_rows(s: torch.Tensor, pitch: int):
     return padded, lambda: padded[..., :s.shape[-1]].copy_(s)
 
 
-def tma_views(a: torch.Tensor, b: torch.Tensor):
+def tma_views(a: torch.Tensor, b: torch.Tensor, b_k_major: bool = False):
     """(a_s, b_s, layout, refresh) for the Triton kernel: the row-major matrices (or batches of them) TMA
     reads, each operand itself or, for a transposed view, the matrix it views (layout: {"A_T": True} and/or {"B_T": True}), each
     zero-padded to a 16-byte row pitch where it is not one (refresh() copies the operands into the padded
     ones: call it inside the timed run). The padding lies past K or past M or N, where it adds nothing.
-    An fp8 B of one row or column, both row-major and a transposed view, is read as the latter (K-major)."""
+    A B of one row or column, both row-major and a transposed view, is read as the latter (K-major) where the
+    kernel needs that: fp8's, or `b_k_major`."""
     stored, layout, copies = [], {}, []
+    k_major = b_k_major or b.dtype == torch.float8_e4m3fn
     for flag, t in (("A_T", a), ("B_T", b)):
         # row-major matrices or transposed views (a batch may be strided)
-        transposed = layout_of(t) == "t" or (flag == "B_T" and t.dtype == torch.float8_e4m3fn and reads_as(t, "t"))
+        transposed = layout_of(t) == "t" or (flag == "B_T" and k_major and reads_as(t, "t"))
         s = t.mT if transposed else t
         if transposed:
             layout[flag] = True

@@ -85,6 +85,7 @@ class Tile(NamedTuple):
     BM: int = BM  # 64: one consumer warpgroup, two CTAs per SM
     SPLIT_K: int = 1  # > 1: each tile's k-blocks cut into this many slices (split-K)
     CONSUMERS_N: int = 1  # 2 (BM = 64): two consumer warpgroups side by side, each 64 × BN / 2
+    SWAP_AB: int = 0  # 1: the kernel computes Cᵀ = Bᵀ·Aᵀ, C's rows along its BN (8 to 32) columns (few rows: decode)
 
     @property
     def consumers(self) -> int:
@@ -103,8 +104,20 @@ class Tile(NamedTuple):
         a_t, b_t = (int(op == "t") for op in layout)
         return f"warp_specialized<{INPUTS[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue},{groups}>"
 
-    def __str__(self) -> str:  # CONSUMERS_N only where it is 2: the other candidates keep their names (and cache keys)
-        return " ".join(f"{k}={v}" for k, v in self._asdict().items() if k != "CONSUMERS_N" or v != 1)
+    def __str__(self) -> str:  # CONSUMERS_N and SWAP_AB only where set: the others keep their names (and cache keys)
+        defaults = {"CONSUMERS_N": 1, "SWAP_AB": 0}
+        return " ".join(f"{k}={v}" for k, v in self._asdict().items() if defaults.get(k) != v)
+
+    def kernel_layout(self, layout: str) -> str:
+        """The layout the kernel reads for a product of this layout: swapped (SWAP_AB), A' = Bᵀ and B' = Aᵀ are each
+        transposed where B and A are not."""
+        if not self.SWAP_AB:
+            return layout
+        return "".join("n" if op == "t" else "t" for op in reversed(layout))
+
+    def reads(self, layout: str) -> bool:
+        """Whether the kernel reads this layout in place: a swapped one needs A row-major (A' = Aᵀ K-major)."""
+        return not self.SWAP_AB or layout[0] == "n"
 
 
 CUDA_CANDIDATES = (
@@ -129,8 +142,22 @@ CUDA_SPLIT_CANDIDATES = (  # tiles cut along k, as Triton's SPLIT_K_CONFIGS: for
 CUDA_UNPAIRED_CANDIDATES = (  # 128×128 tiles, no cluster: for one row of tiles (a pair along M would be half empty)
     Tile(128, 6, 1, 8),  # where 128×64 tiles would be a few more than SMs (128×10240×8192), and for batches of 128²
 )
-KERNELS = CudaSource(__name__, [t.kernel(d, lay) for d in IS_BF16 for lay in LAYOUTS
-                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES],
+CUDA_SWAP_CANDIDATES = (  # Cᵀ = Bᵀ·Aᵀ: 64 columns of C by BN of its rows, for products of at most SWAP_ROWS rows
+    Tile(8, 8, 1, 8, 0, 64, 2, 1, 1),  # up to 8 rows
+    Tile(16, 8, 1, 8, 0, 64, 2, 1, 1),  # decode: two slices of k per 64 columns, about a CTA per SM at N = 4096
+    Tile(16, 8, 1, 8, 0, 64, 4, 1, 1),
+    Tile(16, 8, 1, 8, 0, 64, 1, 1, 1),  # N of tens of thousands: tiles enough without a split
+    Tile(32, 8, 1, 8, 0, 64, 2, 1, 1),  # up to 32 rows
+)
+SWAP_ROWS = 32
+
+
+def swap_width(M: int) -> int:
+    """The swapped tiles' BN for M rows: the narrowest of 8, 16 and 32 that holds them."""
+    return 8 if M <= 8 else 16 * triton.cdiv(M, 16)
+KERNELS = CudaSource(__name__, [t.kernel(d, t.kernel_layout(lay)) for d in IS_BF16 for lay in LAYOUTS
+                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
+                                + CUDA_SWAP_CANDIDATES if t.reads(lay)],
                      arch="sm_90a")
 
 
@@ -175,12 +202,13 @@ def v15_boxes(a_t: bool, b_t: bool) -> tuple[tuple[int, int], tuple[int, int]]:
     return (64, BK), (64, BK)
 
 
-def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion: int = 256, boxes=v15_boxes):
+def tma_problem(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, l2_promotion: int = 256, boxes=v15_boxes,
+                b_k_major: bool = False):
     """(TmaProblem, refresh) for C = a @ b, each operand row-major or a transposed view, 2-D or a batch:
     boxes of the matrices TMA reads (tma_views: the stored ones, padded to a 16-byte row pitch where they are
     not, refresh() copying into the padding inside the timed call), of the shapes `boxes(A_T, B_T)` gives,
     and their L2 promotion (see tensor_map)."""
-    a_s, b_s, flags, refresh = tma_views(a, b)
+    a_s, b_s, flags, refresh = tma_views(a, b, b_k_major)
     layout = "".join("t" if flags.get(flag) else "n" for flag in ("A_T", "B_T"))
     maps = [tensor_map(stored if stored.dim() == 3 else stored.unsqueeze(0), box, l2_promotion)
             for stored, box in zip((a_s, b_s), boxes(*(op == "t" for op in layout)))]
@@ -270,7 +298,8 @@ def bind_candidate(problem: TmaProblem, c, tile: Tile, clusters: int, timeline, 
     else:  # each group's last cluster row may be partly empty: at most one more cluster row per group
         clusters = min(clusters, cluster_tiles(problem.M, problem.N, tile) + problem.products * triton.cdiv(
             problem.N, tile.BN))
-    c_map, c_by_tma = c_tensor_map(c, (64, 64), problem.a_map)  # box: 64 columns × 64 rows, half a consumer's block
+    # box: 64 columns × 64 rows, half a consumer's block; swapped, 64 columns × BN rows of C: a consumer's block
+    c_map, c_by_tma = c_tensor_map(c, (64, tile.BN if tile.SWAP_AB else 64), problem.a_map)
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed; the
     # kernel leaves them zeroed), split-K's (SPLIT_K tiles of floats per CTA tile) and counters (one per
     # consumer warpgroup of each CTA tile, zeroed, left zeroed); four floats and two ints when unused.
@@ -328,16 +357,31 @@ def resident_clusters(source: CudaSource, name: str, device: torch.device, clust
     return count
 
 
+def swapped_problem(a, b, c, bn: int, l2_promotion: int = 256):
+    """(TmaProblem, refresh) of Cᵀ = Bᵀ·Aᵀ for the SWAP_AB tiles of BN columns: maps of the same stored matrices
+    with M and N exchanged, A's boxes BN rows high (it is the kernel's B, K-major)."""
+    return tma_problem(b.mT, a.mT, c.mT, l2_promotion, boxes=lambda a_t, b_t: ((64, BK), (64, bn)), b_k_major=True)
+
+
 def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2_promotion: int = 256,
-                 timeline: torch.Tensor | None = None):
+                 timeline: torch.Tensor | None = None, source: CudaSource = KERNELS):
     """(refresh, {tile: launch}) for these candidates, sharing one problem's tensor maps (tma_problem, with
-    this L2 promotion) and `timeline` (see launch_candidate)."""
+    this L2 promotion) and `timeline` (see launch_candidate); the SWAP_AB ones on the swapped problem of their BN
+    (each launch copying what it pads itself), where they read the layout in place."""
+    layout = "".join(layout_of(t) for t in (a, b))
+    plain = [tile for tile in tiles if not tile.SWAP_AB]
     problem, refresh = tma_problem(a, b, c, l2_promotion)
-    return refresh, launch_candidates(problem, c, tiles, clusters=clusters, timeline=timeline)
+    runs = launch_candidates(problem, c, plain, clusters=clusters, timeline=timeline, source=source)
+    for bn in sorted({tile.BN for tile in tiles if tile.SWAP_AB and tile.reads(layout)}):
+        swapped, copy = swapped_problem(a, b, c, bn, l2_promotion)
+        bound = launch_candidates(swapped, c, [t for t in tiles if t.SWAP_AB and t.BN == bn], clusters=clusters,
+                                  timeline=timeline, source=source)
+        runs |= {tile: with_refresh(copy, run) for tile, run in bound.items()}
+    return refresh, {tile: runs[tile] for tile in tiles if tile in runs}
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES,
-                     prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
+                     + CUDA_SWAP_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
 
 
 def narrow(candidates, tile) -> tuple:
@@ -349,11 +393,15 @@ def narrow(candidates, tile) -> tuple:
 
 def cuda_candidates(a, b, c) -> tuple:
     """The tiles the search times for C = a @ b: every candidate, but where 128×128 tiles are fewer than SMs
-    (few_tiles) the narrow ones, split-K's and the unpaired tile; for a batch the unpaired tile too."""
+    (few_tiles) the narrow ones, split-K's and the unpaired tile; for a batch the unpaired tile too; and for
+    at most SWAP_ROWS rows of a row-major A the swapped ones as wide as the rows need."""
     products = c.shape[0] if c.dim() == 3 else 1
-    if few_tiles(a.shape[-2], b.shape[-1], products, a.device):
-        return narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
-    return CUDA_CANDIDATES + (CUDA_UNPAIRED_CANDIDATES if products > 1 else ())
+    M = a.shape[-2]
+    swapped = tuple(t for t in CUDA_SWAP_CANDIDATES
+                    if M <= SWAP_ROWS and layout_of(a) == "n" and t.BN == swap_width(M))
+    if few_tiles(M, b.shape[-1], products, a.device):
+        return narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES + swapped
+    return CUDA_CANDIDATES + (CUDA_UNPAIRED_CANDIDATES if products > 1 else ()) + swapped
 
 
 def warp_specialized_cuda(a, b, c):
@@ -388,6 +436,11 @@ SPLIT_K_CONFIGS = (  # tiles cut along k: for products of fewer tiles than SMs (
     tma_config(64, 128, 64, 4, 4, SPLIT_K=2),  # skinny: a few dozen rows, N and K of thousands
     tma_config(64, 128, 64, 4, 6, SPLIT_K=2),  # and a deep ring where a slice per SM fills the GPU (128×4096×4096)
 )
+SWAP_CONFIGS = (  # split-K on Cᵀ = Bᵀ·Aᵀ, as CUDA_SWAP_CANDIDATES: 64 columns of C by BLOCK_N of its rows (decode)
+    tma_config(64, 16, 64, 4, 6, SPLIT_K=2, SWAP_AB=True),
+    tma_config(64, 16, 64, 4, 6, SPLIT_K=4, SWAP_AB=True),
+    tma_config(64, 32, 64, 4, 6, SPLIT_K=2, SWAP_AB=True),
+)
 POINTER_CONFIGS = (  # v11's kernel (tiles copied by cp.async from pointers: no descriptors, no mbarriers), for
     # products of a few tiles, where the TMA kernel's fixed cost is most of the call, and batches of them
     tma_config(64, 64, 64, 4, 3, TMA=False),
@@ -398,7 +451,7 @@ PITCH_CONFIGS = (  # B copied to a 128-byte row pitch first (in the timed call):
     tma_config(128, 256, 64, 8, 4, FLATTEN=True, PAD_B=True),
 )
 B_PITCH = 128  # bytes
-MARKERS = ("TMA", "PAD_B")  # knobs that pick a launcher, not kernel parameters
+MARKERS = ("TMA", "PAD_B", "SWAP_AB")  # knobs that pick a launcher, not kernel parameters
 
 
 @triton.jit
@@ -498,7 +551,17 @@ def prepare_triton(a, b, c, configs):
     a_t, b_t, layout, refresh = tma_views(a, b)
     launches = {}
     b_padded, copy_b = pitch_padded(b_t) if any("PAD_B" in config.kwargs for config in configs) else (None, None)
+    swapped = None  # Bᵀ and Aᵀ as TMA reads them, for the SWAP_AB configs
     for config in configs:
+        if config.kwargs.get("SWAP_AB"):
+            if layout_of(a) != "n":
+                continue  # A' = Aᵀ must be K-major, as on the CUDA side
+            swapped = swapped or tma_views(b.mT, a.mT, b_k_major=True)
+            plain = triton.Config({k: v for k, v in config.kwargs.items() if k not in MARKERS},
+                                  num_warps=config.num_warps, num_stages=config.num_stages)
+            launch = bind_split_k(swapped[0], swapped[1], c.mT, b.shape[-1], M, K, swapped[2], plain)
+            launches[config] = with_refresh(swapped[3], launch)
+            continue
         if "SPLIT_K" in config.kwargs:
             launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config)
             continue
@@ -514,7 +577,8 @@ def prepare_triton(a, b, c, configs):
     return refresh, launches
 
 
-TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + POINTER_CONFIGS + PITCH_CONFIGS,
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + POINTER_CONFIGS + PITCH_CONFIGS
+                       + SWAP_CONFIGS,
                        prepare_triton, tile=block_of, describe=describe_config,
                        reference=("unflattened", TRITON_CONFIGS[2]))
 
@@ -522,12 +586,17 @@ TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + PO
 def triton_candidates(a, b, c) -> tuple:
     """The configs the search times for C = a @ b: every persistent one, but where 128×128 tiles are fewer than
     SMs (few_tiles) the narrow ones and split-K's; v11's kernel there and for batches; the PAD_B ones where B's
-    rows are not 128 bytes apart."""
+    rows are not 128 bytes apart; for at most SWAP_ROWS rows of a row-major A the swapped ones as wide as the rows
+    need."""
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
     batch = 1 < products <= MAX_GRID[1]  # v11's kernel walks a batch along grid axis 1
     configs = narrow(TRITON_CONFIGS, block_of) + SPLIT_K_CONFIGS if split else TRITON_CONFIGS
-    return configs + (POINTER_CONFIGS if split or batch else ()) + (PITCH_CONFIGS if ragged_pitch(b) else ())
+    M = a.shape[-2]
+    swapped = tuple(config for config in SWAP_CONFIGS if M <= SWAP_ROWS and layout_of(a) == "n"
+                    and config.kwargs["BLOCK_N"] == max(16, swap_width(M)))  # tl.dot: N of 16 at least
+    return (configs + (POINTER_CONFIGS if split or batch else ()) + (PITCH_CONFIGS if ragged_pitch(b) else ())
+            + swapped)
 
 
 def warp_specialized_triton(a, b, c):

@@ -212,13 +212,18 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
     for (int i = 0; i < R; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
+#define TVC_ACC4(i) "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3])
 #define TVC_ACC8(i) \
     "+f"(d[i]), "+f"(d[i + 1]), "+f"(d[i + 2]), "+f"(d[i + 3]), "+f"(d[i + 4]), "+f"(d[i + 5]), "+f"(d[i + 6]), "+f"(d[i + 7])
+#define TVC_ACC16 TVC_ACC8(0), TVC_ACC8(8)
 #define TVC_ACC32 TVC_ACC8(0), TVC_ACC8(8), TVC_ACC8(16), TVC_ACC8(24)
 #define TVC_ACC64 TVC_ACC32, TVC_ACC8(32), TVC_ACC8(40), TVC_ACC8(48), TVC_ACC8(56)
 #define TVC_ACC128                                                                                               \
     TVC_ACC64, TVC_ACC8(64), TVC_ACC8(72), TVC_ACC8(80), TVC_ACC8(88), TVC_ACC8(96), TVC_ACC8(104), TVC_ACC8(112), \
         TVC_ACC8(120)
+#define TVC_REGS4 "{%0, %1, %2, %3}"
+#define TVC_REGS8 "{%0, %1, %2, %3, %4, %5, %6, %7}"
+#define TVC_REGS16 "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15}"
 #define TVC_REGS32                                                                          \
     "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "               \
     "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31}"
@@ -243,7 +248,7 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
     "{\n.reg .pred acc;\nsetp.ne.b32 acc, " ACC ", 0;\nwgmma.mma_async.sync.aligned." SHAPE ".f32." TYPE "." TYPE \
     " " REGS ", " A ", " B ", acc, 1, 1, " TA ", " TB ";\n}\n"
 
-// wgmma_m64n{64,128,256}k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate): R accumulators per thread
+// wgmma_m64n{8,16,32,64,128,256}k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate): R accumulators per thread
 // (REGS and ACC list them as asm operands), and A, B, ACCUMULATE, TA, TB the operand numbers that follow.
 #define TVC_WGMMA_SHAPE(N, R, REGS, ACC, A, B, ACCUMULATE, TA, TB)                                             \
     template <int IS_BF16, int TRANS_A = 0, int TRANS_B = 1>                                                   \
@@ -256,21 +261,30 @@ __device__ __forceinline__ void fence_accumulators(float (&d)[R]) {
                          : ACC : "l"(a), "l"(b), "r"(accumulate), "n"(TRANS_A), "n"(TRANS_B));                 \
         }                                                                                                      \
     }
+TVC_WGMMA_SHAPE(8, 4, TVC_REGS4, TVC_ACC4(0), "%4", "%5", "%6", "%7", "%8")
+TVC_WGMMA_SHAPE(16, 8, TVC_REGS8, TVC_ACC8(0), "%8", "%9", "%10", "%11", "%12")
+TVC_WGMMA_SHAPE(32, 16, TVC_REGS16, TVC_ACC16, "%16", "%17", "%18", "%19", "%20")
 TVC_WGMMA_SHAPE(64, 32, TVC_REGS32, TVC_ACC32, "%32", "%33", "%34", "%35", "%36")
 TVC_WGMMA_SHAPE(128, 64, TVC_REGS64, TVC_ACC64, "%64", "%65", "%66", "%67", "%68")
 TVC_WGMMA_SHAPE(256, 128, TVC_REGS128, TVC_ACC128, "%128", "%129", "%130", "%131", "%132")
 
-// Any of the three shapes, by the accumulator count: 128 registers are m64n256k16, 64 m64n128k16, 32
-// m64n64k16.
+// Any of the shapes, by the accumulator count R = N / 2: 128 registers are m64n256k16, 64 m64n128k16, ... 4
+// m64n8k16 (the narrow ones: v15's swapped products of a few rows).
 template <int IS_BF16, int R, int TRANS_A = 0, int TRANS_B = 1>
 __device__ __forceinline__ void wgmma_m64nk16(float (&d)[R], u64 a, u64 b, int accumulate) {
-    static_assert(R == 128 || R == 64 || R == 32, "m64n256k16, m64n128k16 or m64n64k16");
+    static_assert(R == 128 || R == 64 || R == 32 || R == 16 || R == 8 || R == 4, "m64nNk16, N = 8 · 2^i up to 256");
     if constexpr (R == 128) {
         wgmma_m64n256k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
     } else if constexpr (R == 64) {
         wgmma_m64n128k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
-    } else {
+    } else if constexpr (R == 32) {
         wgmma_m64n64k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
+    } else if constexpr (R == 16) {
+        wgmma_m64n32k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
+    } else if constexpr (R == 8) {
+        wgmma_m64n16k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
+    } else {
+        wgmma_m64n8k16<IS_BF16, TRANS_A, TRANS_B>(d, a, b, accumulate);
     }
 }
 

@@ -8,7 +8,8 @@
 // transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one (fp8: A_T = 0, B_T = 1 only).
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, CONSUMERS_N, A_T, B_T, Epilogue, Groups>,
+// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, CONSUMERS_N, SWAP_AB, A_T, B_T, Epilogue,
+// Groups>,
 // INPUT 0 fp16, 1 bf16, 2 e4m3; tile 128×BN×BK, BK = 64 (128 for fp8: a 128-byte row either way), BN = 256, or
 // 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128) for products of few
 // rows: one consumer warpgroup, two CTAs per SM; or BM = 64 with CONSUMERS_N = 2 consumers side by side, each
@@ -75,6 +76,12 @@
 //     warpgroup goes on to its next tile while the copy engine writes. When C's rows are not 16-byte
 //     aligned (N % 8 != 0) TMA cannot write C, and the accumulators are stored straight from registers
 //     as in v14.
+//   - Swapped operands (SWAP_AB), for products of a few rows (decode): wgmma's M is 64, so a 16-row A
+//     would waste three quarters of every multiply. The launcher hands the kernel Cᵀ = Bᵀ·Aᵀ instead (maps of
+//     the same stored matrices, with M and N exchanged and each operand's transpose flag flipped): B's columns
+//     run along wgmma's 64 rows, and A's few rows along its N, as narrow as 8 (BN = 8, 16 or 32, one box of
+//     BN rows of the K-major A). The consumer writes its block back transposed (store_transposed_*), into C
+//     itself. This swapped A' must be K-major: A row-major, C = A·B or A·Bᵀ.
 #include "hopper.cuh"
 
 constexpr int V15_E4M3 = 2;  // INPUT: fp8 operands (0: fp16, 1: bf16)
@@ -102,6 +109,45 @@ __device__ __forceinline__ void store_via_tma(const float (&d)[BN / 2], unsigned
     };
     auto origin = [&](int half, int box) { return make_int3(col0 + 128 * half + 64 * box, row0, product); };
     store_through_stage<BN / COLS, COLS / 64>(stage, c_map, barrier_id, fill, origin);
+}
+
+// SWAP_AB: the consumer's 64 × WBN block is of Cᵀ: its rows are C's columns n0.., its columns C's rows m0...
+// Each element goes to C's place in the staging buffer (WBN rows of C, 64 columns: one box of 128-byte rows,
+// swizzled as TMA reads it), and one TMA store writes the box, clipped at C's edges.
+template <int IS_BF16, int R>
+__device__ __forceinline__ void store_transposed_via_tma(const float (&d)[R], unsigned char* stage,
+                                                         const TmaDescriptor* c_map, int n0, int m0, int product,
+                                                         unsigned barrier_id) {
+    const int t = threadIdx.x % 128, row = 16 * (t / 32) + (t % 32) / 4, col = 2 * (t % 4);
+    auto fill = [&](int) {
+#pragma unroll
+        for (int j = 0; j < R / 4; ++j) {
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {  // the fragment's rows row and row + 8: C's columns
+                const unsigned two = pack2<IS_BF16>(d[4 * j + 2 * half], d[4 * j + 2 * half + 1]);
+                const int n = row + 8 * half, m = col + 8 * j;
+                *reinterpret_cast<unsigned short*>(stage + stage_offset(m, 2 * n)) = two & 0xFFFF;
+                *reinterpret_cast<unsigned short*>(stage + stage_offset(m + 1, 2 * n)) = two >> 16;
+            }
+        }
+    };
+    store_through_stage<1, 1>(stage, c_map, barrier_id, fill, [&](int, int) { return make_int3(n0, m0, product); });
+}
+
+// The same block from registers, where TMA cannot write C (its rows not 16-byte aligned): C is M_c × N_c.
+template <int IS_BF16, int R>
+__device__ __forceinline__ void store_transposed_accumulators(const float (&d)[R], unsigned short* c, int M_c, int N_c,
+                                                              int n0, int m0) {
+    const int t = threadIdx.x % 128, row = n0 + 16 * (t / 32) + (t % 32) / 4, col = m0 + 2 * (t % 4);
+#pragma unroll
+    for (int j = 0; j < R / 4; ++j) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int n = row + 8 * (e / 2), m = col + 8 * j + e % 2;
+            if (m < M_c && n < N_c)
+                c[static_cast<long long>(m) * N_c + n] = static_cast<unsigned short>(pack2<IS_BF16>(d[4 * j + e], 0.0f));
+        }
+    }
 }
 
 // The epilogue hook: what a consumer warpgroup does to its accumulators, in registers, before either store
@@ -380,7 +426,7 @@ __device__ __forceinline__ void wgmma_k_step(float (&d)[R], u64 a, u64 b, int ac
 }
 
 template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K,
-          int CONSUMERS_N, int A_T, int B_T, typename Epilogue = NoEpilogue,
+          int CONSUMERS_N, int SWAP_AB, int A_T, int B_T, typename Epilogue = NoEpilogue,
           template <int, int, int, int> class Groups = NoGroups>
 __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
     __launch_bounds__(128 + 2 * BM * CONSUMERS_N, BM == 64 && CONSUMERS_N == 1 && SPLIT_K == 1 ? 2 : 1)
@@ -391,16 +437,19 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                      const unsigned short* __restrict__ bias, const int* __restrict__ offsets,
                      const float* __restrict__ scales, int rowwise) {
     constexpr int WBN = BN / CONSUMERS_N;  // a consumer warpgroup's columns
-    static_assert(WBN == 256 || WBN == 128 || WBN == 64, "a consumer warpgroup's block is m64n256, m64n128 or m64n64");
+    static_assert(WBN == 256 || WBN == 128 || WBN == 64 || (SWAP_AB && (WBN == 32 || WBN == 16 || WBN == 8)),
+                  "a consumer warpgroup's block is m64n256, m64n128 or m64n64, or swapped as narrow as m64n8");
     static_assert(CONSUMERS_N == 1 || (CONSUMERS_N == 2 && BM == 64 && SPLIT_K == 1 && !STREAM_K),
                   "two consumers side by side share a 64-row tile that is neither split nor streamed along k");
     static_assert(BM == 128 || CONSUMERS_N == 2 || BN <= 128, "two CTAs per SM leave 128 registers a thread");
     static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
     static_assert(INPUT != V15_E4M3 || (!A_T && B_T), "fp8 wgmma reads both operands K-major: nt only");
+    static_assert(!SWAP_AB || (B_T && CONSUMERS_N == 1 && !Epilogue::BIAS && INPUT != V15_E4M3),
+                  "a swapped product reads a K-major A' (one box of BN rows) and stores Cᵀ with no bias or scales");
     constexpr bool FP8 = INPUT == V15_E4M3;
     constexpr int IS_BF16 = INPUT != 0;  // C's type: fp16 for fp16, bf16 for bf16 and fp8
     constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, CONSUMERS = BM / 64 * CONSUMERS_N;
-    constexpr int A_BOXES = BM / 64, B_BOXES = BN / 64;
+    constexpr int A_BOXES = BM / 64, B_BOXES = BN < 64 ? 1 : BN / 64;  // BN < 64: one box of BN rows (SWAP_AB)
     constexpr int A_BYTES = BM * V15_ROW_BYTES, B_BYTES = BN * V15_ROW_BYTES;
     // ---- 1. carve shared memory: STAGES A tiles, STAGES B tiles, a C staging buffer per consumer (1024-byte
     //         aligned for the swizzle), barriers ----
@@ -419,6 +468,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
     // Each thread keeps its own groups: v18's walks them as the thread's tiles go by.
     Groups<BM, BN, CLUSTER_M, GROUP_M> groups(M, N, products, offsets);
     constexpr bool GROUPED = Groups<BM, BN, CLUSTER_M, GROUP_M>::ON;
+    static_assert(!SWAP_AB || !GROUPED, "ragged groups of A's rows are not swapped");
     const int cluster_tiles = GROUPED ? groups.count() : product_tiles * products;
     const int cluster = blockIdx.x / CLUSTER_M, clusters = gridDim.x / CLUSTER_M;
     const Schedule schedule(cluster, clusters, cluster_tiles, k_tiles, STREAM_K != 0, SPLIT_K);
@@ -575,7 +625,15 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
             // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored
             // from registers, masked at the group's end: TMA clips a store at the matrix's edge only.
             const int matrix = GROUPED ? 0 : product, row_end = GROUPED ? groups.row_end() : M;
-            if (c_by_tma && (!GROUPED || row_end == M || row0 + 64 <= row_end)) {
+            if constexpr (SWAP_AB) {  // C is N × M here, this block's rows its columns
+                if (c_by_tma) {
+                    store_transposed_via_tma<IS_BF16>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0,
+                                                      col0, matrix, warpgroup);
+                } else {
+                    store_transposed_accumulators<IS_BF16>(d, c + static_cast<long long>(matrix) * M * N, N, M, row0,
+                                                           col0);
+                }
+            } else if (c_by_tma && (!GROUPED || row_end == M || row0 + 64 <= row_end)) {
                 store_via_tma<IS_BF16, WBN>(d, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES, &c_map, row0, col0,
                                             matrix, warpgroup);
             } else {

@@ -6,6 +6,8 @@
 # every tile small_probe.py would time (its --profile: the candidates, --cuda and --triton, cuBLAS).
 #   scripts/ncu_sections.sh --dtype bf16 --rungs 15 --sizes 1024 --impl cuda,triton,cublas > ncu.txt
 #   scripts/ncu_sections.sh --probe --sizes 1024 --cuda "64,8,2,8" > ncu.txt
+# NCU_ARGS adds options of ncu's own, e.g. NCU_ARGS="--cache-control none" to keep L2 warm between the
+# replays (what a CUDA graph's back-to-back launches see) instead of flushing it before each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = --probe ]; then
@@ -23,6 +25,6 @@ PY
 )
     child=(python -m implementations.tools.profile "$@") filter=(--kernel-name-base function --kernel-name "$regex")
 fi
-exec ncu --target-processes application-only --clock-control none --nvtx --nvtx-include tvc/ "${filter[@]}" \
+exec ncu --target-processes application-only --clock-control none ${NCU_ARGS:-} --nvtx --nvtx-include tvc/ "${filter[@]}" \
     --section SpeedOfLight --section LaunchStats --section Occupancy --section SchedulerStats \
     --section WarpStateStats --section MemoryWorkloadAnalysis --print-details all "${child[@]}"

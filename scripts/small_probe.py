@@ -121,13 +121,12 @@ def probe_sizes(args, out):
     extra_tiles = [v15.Tile(*map(int, t.split(","))) for t in args.cuda.split()]
     extra_configs = [triton_config(*map(int, t.split(","))) for t in args.triton.split()]
     tiles = v15.CUDA_SEARCH.candidates + tuple(extra_tiles)
-    source = v15.CudaSource(v15.__name__, [t.kernel(d, "nn") for d in v15.IS_BF16 for t in tiles], arch="sm_90a")
+    source = v15.CudaSource(v15.__name__, [t.kernel(d, t.kernel_layout("nn")) for d in v15.IS_BF16 for t in tiles],
+                            arch="sm_90a")
     timers = (("events", events_us), ("graph", graph_us))
 
     def prepare_cuda(a, b, c, source=source):
-        problem, refresh = v15.tma_problem(a, b, c)
-        return refresh, v15.launch_candidates(problem, c, v15.cuda_candidates(a, b, c) + tuple(extra_tiles),
-                                              source=source)
+        return v15.prepare_cuda(a, b, c, v15.cuda_candidates(a, b, c) + tuple(extra_tiles), source=source)
 
     against = args.against and v15.CudaSource(v15.__name__, source.kernels, arch="sm_90a",
                                               directory=args.against.resolve())
@@ -186,7 +185,7 @@ def main() -> int:
     p.add_argument("--layout", choices=LAYOUTS, default="nn",
                    help="with --rung 11: the operands' layout, each read in place (v11's CUDA C nt kernel too)")
     p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, space-separated, each "
-                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K,CONSUMERS_N] (v15) or BM,BN,BK,WM,WN,STAGES,GROUP_M "
+                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K,CONSUMERS_N,SWAP_AB] (v15) or BM,BN,BK,WM,WN,STAGES,GROUP_M "
                    "(v11)")
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
                    "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K] (v15: persistent and flattened, or "
