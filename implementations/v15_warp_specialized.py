@@ -146,15 +146,17 @@ CUDA_SWAP_CANDIDATES = (  # Cᵀ = Bᵀ·Aᵀ: 64 columns of C by BN of its rows
     Tile(8, 8, 1, 8, 0, 64, 2, 1, 1),  # up to 8 rows
     Tile(16, 8, 1, 8, 0, 64, 2, 1, 1),  # decode: two slices of k per 64 columns, about a CTA per SM at N = 4096
     Tile(16, 8, 1, 8, 0, 64, 4, 1, 1),
-    Tile(16, 8, 1, 8, 0, 64, 1, 1, 1),  # N of tens of thousands: tiles enough without a split
+    Tile(16, 8, 1, 8, 0, 128, 1, 1, 1),  # N of tens of thousands: 128 columns of C per CTA, tiles enough unsplit
     Tile(32, 8, 1, 8, 0, 64, 2, 1, 1),  # up to 32 rows
 )
 SWAP_ROWS = 32
 
 
-def swap_width(M: int) -> int:
-    """The swapped tiles' BN for M rows: the narrowest of 8, 16 and 32 that holds them."""
-    return 8 if M <= 8 else 16 * triton.cdiv(M, 16)
+def swap_offered(M: int, bn: int, narrowest: int = 8) -> bool:
+    """Whether a swapped tile of BN columns joins the search for M rows: at most SWAP_ROWS rows, and BN at least the
+    narrowest width (8, 16 or 32; at least `narrowest`) that holds them and at most twice that."""
+    width = max(narrowest, 8 if M <= 8 else 16 * triton.cdiv(M, 16))
+    return M <= SWAP_ROWS and width <= bn <= 2 * width
 KERNELS = CudaSource(__name__, [t.kernel(d, t.kernel_layout(lay)) for d in IS_BF16 for lay in LAYOUTS
                                 for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
                                 + CUDA_SWAP_CANDIDATES if t.reads(lay)],
@@ -394,11 +396,11 @@ def narrow(candidates, tile) -> tuple:
 def cuda_candidates(a, b, c) -> tuple:
     """The tiles the search times for C = a @ b: every candidate, but where 128×128 tiles are fewer than SMs
     (few_tiles) the narrow ones, split-K's and the unpaired tile; for a batch the unpaired tile too; and for
-    at most SWAP_ROWS rows of a row-major A the swapped ones as wide as the rows need."""
+    at most SWAP_ROWS rows of a row-major A the swapped ones that hold them (swap_offered)."""
     products = c.shape[0] if c.dim() == 3 else 1
     M = a.shape[-2]
     swapped = tuple(t for t in CUDA_SWAP_CANDIDATES
-                    if M <= SWAP_ROWS and layout_of(a) == "n" and t.BN == swap_width(M))
+                    if layout_of(a) == "n" and swap_offered(M, t.BN))
     if few_tiles(M, b.shape[-1], products, a.device):
         return narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES + swapped
     return CUDA_CANDIDATES + (CUDA_UNPAIRED_CANDIDATES if products > 1 else ()) + swapped
@@ -586,15 +588,15 @@ TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + PO
 def triton_candidates(a, b, c) -> tuple:
     """The configs the search times for C = a @ b: every persistent one, but where 128×128 tiles are fewer than
     SMs (few_tiles) the narrow ones and split-K's; v11's kernel there and for batches; the PAD_B ones where B's
-    rows are not 128 bytes apart; for at most SWAP_ROWS rows of a row-major A the swapped ones as wide as the rows
-    need."""
+    rows are not 128 bytes apart; for at most SWAP_ROWS rows of a row-major A the swapped ones that hold them
+    (swap_offered)."""
     products = c.shape[0] if c.dim() == 3 else 1
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
     batch = 1 < products <= MAX_GRID[1]  # v11's kernel walks a batch along grid axis 1
     configs = narrow(TRITON_CONFIGS, block_of) + SPLIT_K_CONFIGS if split else TRITON_CONFIGS
     M = a.shape[-2]
-    swapped = tuple(config for config in SWAP_CONFIGS if M <= SWAP_ROWS and layout_of(a) == "n"
-                    and config.kwargs["BLOCK_N"] == max(16, swap_width(M)))  # tl.dot: N of 16 at least
+    swapped = tuple(config for config in SWAP_CONFIGS  # tl.dot: N of 16 at least
+                    if layout_of(a) == "n" and swap_offered(M, config.kwargs["BLOCK_N"], narrowest=16))
     return (configs + (POINTER_CONFIGS if split or batch else ()) + (PITCH_CONFIGS if ragged_pitch(b) else ())
             + swapped)
 

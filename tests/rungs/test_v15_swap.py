@@ -60,18 +60,19 @@ def test_a_transposed_a_is_not_swapped():
     assert v15.prepare_triton(a, b, c, v15.SWAP_CONFIGS)[1] == {}
 
 
-@pytest.mark.parametrize("M, cuda_width, triton_width", [(1, 8, 16), (8, 8, 16), (9, 16, 16), (16, 16, 16),
-                                                         (17, 32, 32), (32, 32, 32), (33, 0, 0), (4096, 0, 0)])
-def test_the_search_is_given_the_swapped_tiles_as_wide_as_the_rows_need(M, cuda_width, triton_width):
-    """CUDA C's narrowest is m64n8; Triton's tl.dot takes 16 columns at least."""
+@pytest.mark.parametrize("M, cuda_widths, triton_widths", [
+    (1, {8, 16}, {16, 32}), (8, {8, 16}, {16, 32}), (9, {16, 32}, {16, 32}), (16, {16, 32}, {16, 32}),
+    (17, {32}, {32}), (32, {32}, {32}), (33, set(), set()), (4096, set(), set())])
+def test_the_search_is_given_the_swapped_tiles_that_hold_the_rows(M, cuda_widths, triton_widths):
+    """The narrowest width that holds M rows and twice that: CUDA C's narrowest is m64n8, Triton's tl.dot takes 16
+    columns at least."""
     from implementations import v15_warp_specialized as v15
 
     a, b = torch.empty(M, 4096, dtype=torch.bfloat16), torch.empty(4096, 4096, dtype=torch.bfloat16)
     c = torch.empty(M, 4096, dtype=torch.bfloat16)
     cuda = {t.BN for t in v15.cuda_candidates(a, b, c) if t.SWAP_AB}
     triton = {cfg.kwargs["BLOCK_N"] for cfg in v15.triton_candidates(a, b, c) if cfg.kwargs.get("SWAP_AB")}
-    assert cuda == ({cuda_width} if cuda_width else set())
-    assert triton == ({triton_width} if triton_width else set())
+    assert cuda == cuda_widths and triton == triton_widths
 
 
 def test_a_swapped_tile_reads_the_transposed_layout_and_names_itself():
