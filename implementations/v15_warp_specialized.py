@@ -13,12 +13,13 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
   round of tiles walks k downwards, starting on what the round before read last.
 - Epilogue: each consumer rounds its block into a swizzled staging buffer (stmatrix), one thread hands
   it to a TMA store, and the warpgroup starts its next tile while the copy engine writes.
-- Stream-K (CUDA, one candidate): where the last round of tiles would leave clusters idle, its k-blocks
-  are dealt out evenly; a tile cut between clusters is finished by the cluster holding its first k-block,
-  which adds the others' fp32 partial sums. Split-K (both languages), for products of fewer tiles than
-  SMs: each tile cut into SPLIT_K slices of k, and the last slice to finish adds all the partials.
-Candidates (tiles, 64-row ones with one consumer or two side by side, stages, clusters, stream-K, split-K) are
-searched per problem, no wide tiles where tiles are few; Triton also v11's kernel (no TMA) there and for batches.
+- Stream-K (CUDA): the last round's k-blocks dealt out evenly; a tile's first cluster adds the others' fp32
+  partial sums. Split-K (both languages), for fewer tiles than SMs: SPLIT_K slices of k per tile, the
+  last slice to finish adds all the partials.
+- Swapped operands (both languages), for at most 32 rows (decode): Cᵀ = Bᵀ·Aᵀ, so B's columns fill
+  wgmma's 64 rows and A's few rows its N (8 to 32), and the block is written back transposed.
+Candidates (tiles, 64-row ones with one consumer or two side by side, stages, clusters, stream-K, split-K, swapped)
+are searched per problem; Triton also v11's kernel (no TMA) where tiles are few and for batches.
 
 CUDA C and Triton side by side:
 
@@ -33,6 +34,7 @@ CUDA C and Triton side by side:
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
 | k cut among SMs | stream-K; split-K: slices in the persistent walk | split-K: a grid axis of k-slices |
 | last slice adds | `atom.acq_rel` on a counter, `split_k_fixup` | `tl.atomic_add(sem="acq_rel")` on a counter |
+| swapped (few rows) | SWAP_AB: m64n8-32 wgmma, `store_transposed_via_tma` | split-K on `b.mT`, `a.mT` into `c.mT` |
 | transposed operand | boxes of the stored matrix, wgmma's transpose bit | `.T` of the box (`operand_box`) |
 | batch | 3-D tensor maps; tile t is product t / tiles per product | 3-D descriptors, the same walk |
 | search | the rung's candidates, timed by the shared search | the same (`triton.autotune` could: one timer for both) |
@@ -42,12 +44,9 @@ the pipeliner treats the tile loop and the k-loop as one, so the next tile's fir
 this tile's epilogue, as the CUDA producer arranges by hand: v14's `tma_persistent_kernel` with FLATTEN
 and C_BY_TMA on. Left out: warp specialization, the register split, clusters, the alternating k.
 
-Constraints: fp16/bf16 on sm_90a; every layout and batches in place. TMA writes C where its rows are 16-byte
-aligned (N % 8 == 0), else registers do. Triton may first copy a B whose rows are not 128 bytes apart (PAD_B).
-
-What it should reach: at or above cuBLAS for large bf16/fp16 products on an H100, as public worklogs report.
-
-Its story (measurements, what was tried): docs/notes/v15.md.
+Constraints: fp16/bf16 on sm_90a; every layout and batches in place (swapped: A row-major only). TMA writes C
+where its rows are 16-byte aligned (N % 8 == 0), else registers do. Triton may copy a B whose rows are not 128
+bytes apart (PAD_B). Goal: at or above cuBLAS, as public worklogs report. Its story: docs/notes/v15.md.
 """
 
 import functools
