@@ -156,6 +156,8 @@ def swap_offered(M: int, bn: int, narrowest: int = 8) -> bool:
     narrowest width (8, 16 or 32; at least `narrowest`) that holds them and at most twice that."""
     width = max(narrowest, 8 if M <= 8 else 16 * triton.cdiv(M, 16))
     return M <= SWAP_ROWS and width <= bn <= 2 * width
+
+
 KERNELS = CudaSource(__name__, [t.kernel(d, t.kernel_layout(lay)) for d in IS_BF16 for lay in LAYOUTS
                                 for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
                                 + CUDA_SWAP_CANDIDATES if t.reads(lay)],
@@ -398,8 +400,7 @@ def cuda_candidates(a, b, c) -> tuple:
     at most SWAP_ROWS rows of a row-major A the swapped ones that hold them (swap_offered)."""
     products = c.shape[0] if c.dim() == 3 else 1
     M = a.shape[-2]
-    swapped = tuple(t for t in CUDA_SWAP_CANDIDATES
-                    if layout_of(a) == "n" and swap_offered(M, t.BN))
+    swapped = tuple(t for t in CUDA_SWAP_CANDIDATES if layout_of(a) == "n" and swap_offered(M, t.BN))
     if few_tiles(M, b.shape[-1], products, a.device):
         return narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES + swapped
     return CUDA_CANDIDATES + (CUDA_UNPAIRED_CANDIDATES if products > 1 else ()) + swapped
