@@ -46,7 +46,8 @@ and C_BY_TMA on. Left out: warp specialization, the register split, clusters, th
 
 Constraints: fp16/bf16 on sm_90a; every layout and batches in place (swapped: A row-major only). TMA writes C
 where its rows are 16-byte aligned (N % 8 == 0), else registers do. Triton may copy a B whose rows are not 128
-bytes apart (PAD_B). Goal: at or above cuBLAS, as public worklogs report. Its story: docs/notes/v15.md.
+bytes apart (PAD_B).
+What it should reach: at or above cuBLAS, as public worklogs report. Its story: docs/notes/v15.md.
 """
 
 import functools
@@ -384,7 +385,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
-                     + CUDA_SWAP_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))
+                     + CUDA_SWAP_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN), reads=Tile.reads)
 
 
 def narrow(candidates, tile) -> tuple:
@@ -580,9 +581,9 @@ def prepare_triton(a, b, c, configs):
 
 
 TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + POINTER_CONFIGS + PITCH_CONFIGS
-                       + SWAP_CONFIGS,
-                       prepare_triton, tile=block_of, describe=describe_config,
-                       reference=("unflattened", TRITON_CONFIGS[2]))
+                       + SWAP_CONFIGS, prepare_triton, tile=block_of, describe=describe_config,
+                       reference=("unflattened", TRITON_CONFIGS[2]),
+                       reads=lambda config, layout: not config.kwargs.get("SWAP_AB") or layout[0] == "n")
 
 
 def triton_candidates(a, b, c) -> tuple:

@@ -58,6 +58,10 @@ def test_a_transposed_a_is_not_swapped():
     assert not set(v15.CUDA_SWAP_CANDIDATES) & set(v15.cuda_candidates(a, b, c))
     assert not set(v15.SWAP_CONFIGS) & set(v15.triton_candidates(a, b, c))
     assert v15.prepare_triton(a, b, c, v15.SWAP_CONFIGS)[1] == {}
+    for layout in ("tn", "tt"):
+        assert not set(v15.CUDA_SWAP_CANDIDATES) & set(v15.CUDA_SEARCH.offered(layout))
+        assert not set(v15.SWAP_CONFIGS) & set(v15.TRITON_SEARCH.offered(layout))
+    assert set(v15.SWAP_CONFIGS) <= set(v15.TRITON_SEARCH.offered("nt"))
 
 
 @pytest.mark.parametrize("M, cuda_widths, triton_widths", [
