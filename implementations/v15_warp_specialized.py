@@ -372,11 +372,11 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     """(refresh, {tile: launch}) for these candidates, sharing one problem's tensor maps (tma_problem, with
     this L2 promotion) and `timeline` (see launch_candidate); the SWAP_AB ones on the swapped problem of their BN
     (each launch copying what it pads itself), where they read the layout in place."""
-    layout = "".join(layout_of(t) for t in (a, b))
     plain = [tile for tile in tiles if not tile.SWAP_AB]
     problem, refresh = tma_problem(a, b, c, l2_promotion)
     runs = launch_candidates(problem, c, plain, clusters=clusters, timeline=timeline, source=source)
-    for bn in sorted({tile.BN for tile in tiles if tile.SWAP_AB and tile.reads(layout)}):
+    swappable = layout_of(a) == "n"  # rows TMA reads as A' = Aᵀ, K-major (Tile.reads)
+    for bn in sorted({tile.BN for tile in tiles if tile.SWAP_AB and swappable}):
         swapped, copy = swapped_problem(a, b, c, bn, l2_promotion)
         bound = launch_candidates(swapped, c, [t for t in tiles if t.SWAP_AB and t.BN == bn], clusters=clusters,
                                   timeline=timeline, source=source)
