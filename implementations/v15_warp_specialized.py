@@ -116,8 +116,8 @@ class Tile(NamedTuple):
         return "".join("n" if op == "t" else "t" for op in reversed(layout))
 
     def reads(self, layout: str) -> bool:
-        """Whether the kernel reads this layout in place: a swapped one needs A row-major (A' = Aᵀ K-major)."""
-        return not self.SWAP_AB or layout[0] == "n"
+        """Whether the kernel reads this layout in place: a swapped one needs A row-major (SWAP_LAYOUTS)."""
+        return not self.SWAP_AB or layout in SWAP_LAYOUTS
 
 
 CUDA_CANDIDATES = (
@@ -150,6 +150,12 @@ CUDA_SWAP_CANDIDATES = (  # Cᵀ = Bᵀ·Aᵀ: 64 columns of C by BN of its rows
     Tile(32, 8, 1, 8, 0, 64, 2, 1, 1),  # up to 32 rows
 )
 SWAP_ROWS = 32
+SWAP_LAYOUTS = ("nn", "nt")  # A row-major: A' = Aᵀ is K-major, as a swapped kernel's narrow operand must be
+
+
+def swappable(a: torch.Tensor) -> bool:
+    """Whether a swapped kernel (either language) reads this A in place: row-major (SWAP_LAYOUTS)."""
+    return layout_of(a) == "n"
 
 
 def swap_offered(M: int, bn: int, narrowest: int = 8) -> bool:
@@ -375,8 +381,7 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2
     plain = [tile for tile in tiles if not tile.SWAP_AB]
     problem, refresh = tma_problem(a, b, c, l2_promotion)
     runs = launch_candidates(problem, c, plain, clusters=clusters, timeline=timeline, source=source)
-    swappable = layout_of(a) == "n"  # rows TMA reads as A' = Aᵀ, K-major (Tile.reads)
-    for bn in sorted({tile.BN for tile in tiles if tile.SWAP_AB and swappable}):
+    for bn in sorted({tile.BN for tile in tiles if tile.SWAP_AB and swappable(a)}):
         swapped, copy = swapped_problem(a, b, c, bn, l2_promotion)
         bound = launch_candidates(swapped, c, [t for t in tiles if t.SWAP_AB and t.BN == bn], clusters=clusters,
                                   timeline=timeline, source=source)
@@ -401,7 +406,7 @@ def cuda_candidates(a, b, c) -> tuple:
     at most SWAP_ROWS rows of a row-major A the swapped ones that hold them (swap_offered)."""
     products = c.shape[0] if c.dim() == 3 else 1
     M = a.shape[-2]
-    swapped = tuple(t for t in CUDA_SWAP_CANDIDATES if layout_of(a) == "n" and swap_offered(M, t.BN))
+    swapped = tuple(t for t in CUDA_SWAP_CANDIDATES if swappable(a) and swap_offered(M, t.BN))
     if few_tiles(M, b.shape[-1], products, a.device):
         return narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES + swapped
     return CUDA_CANDIDATES + (CUDA_UNPAIRED_CANDIDATES if products > 1 else ()) + swapped
@@ -557,8 +562,8 @@ def prepare_triton(a, b, c, configs):
     swapped = None  # Bᵀ and Aᵀ as TMA reads them, for the SWAP_AB configs
     for config in configs:
         if config.kwargs.get("SWAP_AB"):
-            if layout_of(a) != "n":
-                continue  # A' = Aᵀ must be K-major, as on the CUDA side
+            if not swappable(a):
+                continue
             swapped = swapped or tma_views(b.mT, a.mT, b_k_major=True)
             plain = triton.Config({k: v for k, v in config.kwargs.items() if k not in MARKERS},
                                   num_warps=config.num_warps, num_stages=config.num_stages)
@@ -583,7 +588,7 @@ def prepare_triton(a, b, c, configs):
 TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + POINTER_CONFIGS + PITCH_CONFIGS
                        + SWAP_CONFIGS, prepare_triton, tile=block_of, describe=describe_config,
                        reference=("unflattened", TRITON_CONFIGS[2]),
-                       reads=lambda config, layout: not config.kwargs.get("SWAP_AB") or layout[0] == "n")
+                       reads=lambda config, layout: not config.kwargs.get("SWAP_AB") or layout in SWAP_LAYOUTS)
 
 
 def triton_candidates(a, b, c) -> tuple:
@@ -597,7 +602,7 @@ def triton_candidates(a, b, c) -> tuple:
     configs = narrow(TRITON_CONFIGS, block_of) + SPLIT_K_CONFIGS if split else TRITON_CONFIGS
     M = a.shape[-2]
     swapped = tuple(config for config in SWAP_CONFIGS  # tl.dot: N of 16 at least
-                    if layout_of(a) == "n" and swap_offered(M, config.kwargs["BLOCK_N"], narrowest=16))
+                    if swappable(a) and swap_offered(M, config.kwargs["BLOCK_N"], narrowest=16))
     return (configs + (POINTER_CONFIGS if split or batch else ()) + (PITCH_CONFIGS if ragged_pitch(b) else ())
             + swapped)
 
