@@ -191,6 +191,24 @@ def apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES: tl.constexpr):
 
 
 @triton.jit
+def apply_epilogue(acc, bias_ptr, offs_m, offs_n, M, N, BIAS: tl.constexpr, ACTIVATION: tl.constexpr,
+                   BIAS_ROWS: tl.constexpr):
+    """v17's epilogue on a block of fp32 sums at rows offs_m and columns offs_n: + bias (BIAS), one element per
+    column, a row vector broadcast over the rows (BIAS_ROWS: one per row, where the block is of Cᵀ: v15's swapped
+    products), then ReLU or GELU (ACTIVATION "relu" or "gelu"; none "")."""
+    if BIAS:
+        if BIAS_ROWS:
+            acc += tl.load(bias_ptr + offs_m, mask=offs_m < M, other=0.0).to(tl.float32)[:, None]
+        else:
+            acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
+    if ACTIVATION == "relu":
+        acc = tl.maximum(acc, 0.0)
+    if ACTIVATION == "gelu":  # torch's tanh form, 0.5·x·(1 + tanh(t)) = x·sigmoid(2t), t = √(2/π)·(x + 0.044715·x³)
+        acc = acc / (1 + tl.exp(-1.5957691216057308 * (acc + 0.044715 * acc * acc * acc)))
+    return acc
+
+
+@triton.jit
 def tma_persistent_kernel(
     a_desc, b_desc, c_ptr, M, N, K, stride_cm, stride_cn, c_desc,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
@@ -223,12 +241,7 @@ def tma_persistent_kernel(
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         acc = apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES)
-        if BIAS:
-            acc += tl.load(bias_ptr + offs_n, mask=offs_n < N, other=0.0).to(tl.float32)[None, :]
-        if ACTIVATION == "relu":
-            acc = tl.maximum(acc, 0.0)
-        if ACTIVATION == "gelu":  # torch's tanh form, 0.5·x·(1 + tanh(t)) = x·sigmoid(2t), t = √(2/π)·(x + 0.044715·x³)
-            acc = acc / (1 + tl.exp(-1.5957691216057308 * (acc + 0.044715 * acc * acc * acc)))
+        acc = apply_epilogue(acc, bias_ptr, offs_m, offs_n, M, N, BIAS, ACTIVATION, False)
         out = acc.to(c_ptr.dtype.element_ty)
         if C_BY_TMA:
             left, right = tl.split(tl.permute(tl.reshape(out, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1)))

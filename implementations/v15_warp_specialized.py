@@ -69,8 +69,8 @@ from .core.triton_util import block_of, describe_config, prebound
 from .core.validate import check_bias
 from .v11_autotuned import grouped_tile
 from .v11_autotuned import launch_config as launch_pointer_config
-from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, apply_scales, bind_tma_persistent, operand_box, operand_descriptors,
-                             padded_rows, sm_count, tma_views, zero_product)
+from .v14_wgmma_tma import (BARRIER_BYTES, IS_BF16, apply_epilogue, apply_scales, bind_tma_persistent, operand_box,
+                             operand_descriptors, padded_rows, sm_count, tma_views, zero_product)
 
 BM, BK = 128, 64  # BM: the rows of a tile with two consumer warpgroups (Tile.BM = 64: one); BK of 16-bit operands
 INPUTS = {torch.float16: 0, torch.bfloat16: 1, torch.float8_e4m3fn: 2}  # the kernel's INPUT (fp8: v19)
@@ -276,7 +276,8 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
     groups can have, so that the launch needs no group sizes from the device.
     `scales`: fp8 operands' (v19: the kernel multiplies the accumulators by s_A·s_B, or per row and column).
     """
-    check_bias(bias, c, problem.N, epilogue != "NoEpilogue")  # the kernel reads N elements of it, or none
+    # the kernel reads one element of it per column of C, or none: swapped, C's columns are its M rows
+    check_bias(bias, c, problem.M if tile.SWAP_AB else problem.N, epilogue != "NoEpilogue")
     smem = shared_bytes(tile)
     kernel = tile.kernel(problem.dtype, problem.layout, epilogue, "NoGroups" if offsets is None else "Groups")
     if clusters is not None:
@@ -374,17 +375,18 @@ def swapped_problem(a, b, c, bn: int, l2_promotion: int = 256):
 
 
 def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2_promotion: int = 256,
-                 timeline: torch.Tensor | None = None, source: CudaSource = KERNELS):
+                 timeline: torch.Tensor | None = None, source: CudaSource = KERNELS, epilogue: str = "NoEpilogue",
+                 bias: torch.Tensor | None = None):
     """(refresh, {tile: launch}) for these candidates, sharing one problem's tensor maps (tma_problem, with
-    this L2 promotion) and `timeline` (see launch_candidate); the SWAP_AB ones on the swapped problem of their BN
-    (each launch copying what it pads itself), where they read the layout in place."""
+    this L2 promotion), `timeline` and the epilogue (see launch_candidate); the SWAP_AB ones on the swapped
+    problem of their BN (each launch copying what it pads itself), where they read the layout in place."""
     plain = [tile for tile in tiles if not tile.SWAP_AB]
+    options = {"clusters": clusters, "timeline": timeline, "source": source, "epilogue": epilogue, "bias": bias}
     problem, refresh = tma_problem(a, b, c, l2_promotion)
-    runs = launch_candidates(problem, c, plain, clusters=clusters, timeline=timeline, source=source)
+    runs = launch_candidates(problem, c, plain, **options)
     for bn in sorted({tile.BN for tile in tiles if tile.SWAP_AB and swappable(a)}):
         swapped, copy = swapped_problem(a, b, c, bn, l2_promotion)
-        bound = launch_candidates(swapped, c, [t for t in tiles if t.SWAP_AB and t.BN == bn], clusters=clusters,
-                                  timeline=timeline, source=source)
+        bound = launch_candidates(swapped, c, [t for t in tiles if t.SWAP_AB and t.BN == bn], **options)
         runs |= {tile: with_refresh(copy, run) for tile, run in bound.items()}
     return refresh, {tile: runs[tile] for tile in tiles if tile in runs}
 
@@ -468,6 +470,7 @@ def split_k_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     SPLIT_K: tl.constexpr, A_T: tl.constexpr = False, B_T: tl.constexpr = False, A_3D: tl.constexpr = False,
     B_3D: tl.constexpr = False, products=1, stride_cb=0, scales_ptr=None, SCALES: tl.constexpr = "",
+    bias_ptr=None, BIAS: tl.constexpr = False, ACTIVATION: tl.constexpr = "", SWAPPED: tl.constexpr = False,
 ):
     # ---- 1. this program's tile (axis 0, over every product of a batch) and its slice of k (axis 1) ----
     grid_m = tl.cdiv(M, BLOCK_M)
@@ -488,8 +491,9 @@ def split_k_kernel(
         acc = tl.dot(a, b, acc)
     # ---- 4. the fp32 partial sum to this slice's place in the workspace; the tile's counter counts the slices
     #         done (release: the partial is visible before the count); the last slice adds all of them, in slice
-    #         order (the same sum whichever finishes last), scales it (v19's fp8), writes C and sets
-    #         the counter back to 0 for the next launch ----
+    #         order (the same sum whichever finishes last), scales it (v19's fp8), applies v17's epilogue (its
+    #         bias along the rows where the block is of Cᵀ: SWAPPED), writes C and sets the counter back to 0
+    #         for the next launch ----
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
@@ -504,6 +508,7 @@ def split_k_kernel(
         for s in tl.static_range(SPLIT_K):
             total += tl.load(first + s * slice_size, mask=inside, other=0.0, cache_modifier=".cg")
         total = apply_scales(total, scales_ptr, offs_m, offs_n, M, N, SCALES)
+        total = apply_epilogue(total, bias_ptr, offs_m, offs_n, M, N, BIAS, ACTIVATION, SWAPPED)
         c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)
         tl.store(counts_ptr + tile, 0)
@@ -552,9 +557,16 @@ def pitch_padded(s: torch.Tensor):
     return padded[..., :s.shape[-1]], copy
 
 
-def prepare_triton(a, b, c, configs):
+def config_reads(config: triton.Config, layout: str) -> bool:
+    """Whether a config's kernel reads this layout in place: a swapped one needs A row-major (SWAP_LAYOUTS)."""
+    return not config.kwargs.get("SWAP_AB") or layout in SWAP_LAYOUTS
+
+
+def prepare_triton(a, b, c, configs, flags: dict | None = None):
     """(refresh, {config: launch}): the persistent kernel's configs (v14's), the split-K ones and those that copy
-    B to a 128-byte pitch first (PAD_B), sharing one set of TMA-ready operands; and v11's kernel (TMA=False)."""
+    B to a 128-byte pitch first (PAD_B), sharing one set of TMA-ready operands; and v11's kernel (TMA=False).
+    `flags`: arguments every launch takes (v17's epilogue; v11's kernel takes none)."""
+    flags = flags or {}
     M, K = a.shape[-2:]
     a_t, b_t, layout, refresh = tma_views(a, b)
     launches = {}
@@ -567,19 +579,22 @@ def prepare_triton(a, b, c, configs):
             swapped = swapped or tma_views(b.mT, a.mT, b_k_major=True)
             plain = triton.Config({k: v for k, v in config.kwargs.items() if k not in MARKERS},
                                   num_warps=config.num_warps, num_stages=config.num_stages)
-            launch = bind_split_k(swapped[0], swapped[1], c.mT, b.shape[-1], M, K, swapped[2], plain)
+            launch = bind_split_k(swapped[0], swapped[1], c.mT, b.shape[-1], M, K, swapped[2], plain, **flags,
+                                  SWAPPED=True)
             launches[config] = with_refresh(swapped[3], launch)
             continue
         if "SPLIT_K" in config.kwargs:
-            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config)
+            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config, **flags)
             continue
         knobs = {k: v for k, v in config.kwargs.items() if k not in MARKERS}
         if config.kwargs.get("TMA") is False:  # the operands as given: strides, batch strides, no padding
+            if flags:
+                raise ValueError(f"{describe_config(config)}: v11's kernel takes no {', '.join(flags)}")
             launches[config] = launch_pointer_config(a, b, c, triton.Config(knobs, num_warps=config.num_warps,
                                                                             num_stages=config.num_stages))
             continue
         launch = bind_tma_persistent(a_t, b_padded if "PAD_B" in config.kwargs else b_t, c, M, b.shape[-1], K,
-                                     **knobs, **layout, **c_descriptor(c, config), num_warps=config.num_warps,
+                                     **knobs, **layout, **c_descriptor(c, config), **flags, num_warps=config.num_warps,
                                      num_stages=config.num_stages)
         launches[config] = with_refresh(copy_b, launch) if "PAD_B" in config.kwargs else launch
     return refresh, launches
@@ -587,8 +602,7 @@ def prepare_triton(a, b, c, configs):
 
 TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + POINTER_CONFIGS + PITCH_CONFIGS
                        + SWAP_CONFIGS, prepare_triton, tile=block_of, describe=describe_config,
-                       reference=("unflattened", TRITON_CONFIGS[2]),
-                       reads=lambda config, layout: not config.kwargs.get("SWAP_AB") or layout in SWAP_LAYOUTS)
+                       reference=("unflattened", TRITON_CONFIGS[2]), reads=config_reads)
 
 
 def triton_candidates(a, b, c) -> tuple:

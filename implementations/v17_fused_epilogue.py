@@ -8,12 +8,13 @@ few flops per element. Fused, the epilogue runs on the fp32 accumulators while t
 registers, and C is written once: what fusion saves is one read and one write of C per pass, and what
 it costs is a few instructions per element and one read of the bias per column block.
 The kernels are v15's in both languages, not copies: the CUDA C kernel takes the epilogue as a template
-parameter (a type; its default does nothing and compiles to nothing), and v14's Triton kernel, as v15
-runs it, takes it as constexpr flags (off by default). The search is v15's, per epilogue.
+parameter (a type; its default does nothing and compiles to nothing), and v15's Triton kernels (v14's
+`tma_persistent_kernel`, v15's `split_k_kernel`) take it as constexpr flags (off by default). The search is v15's, per epilogue,
+decode's split and swapped candidates included.
 
 CUDA C and Triton side by side:
 
-| concept | CUDA C (kernels_cuda/v17_fused_epilogue.cu) | Triton (v14's `tma_persistent_kernel`) |
+| concept | CUDA C (kernels_cuda/v17_fused_epilogue.cu) | Triton (`apply_epilogue`, v14.py) |
 |---|---|---|
 | the hook | `typename Epilogue` of v15's kernel, default `NoEpilogue` | constexprs `BIAS`, `ACTIVATION` |
 | an epilogue | a type: `BIAS`, `apply(x)`; one instantiation each | one compilation per constexpr value |
@@ -23,7 +24,9 @@ CUDA C and Triton side by side:
 |  | memory; each thread reads its columns' pairs | a row vector, broadcast over the rows |
 | ReLU | `fmaxf(x, 0.0f)` | `tl.maximum(acc, 0.0)` |
 | GELU (tanh form) | `__fdividef(x, 1 + __expf(-2t))` = x·sigmoid(2t) | `acc / (1 + tl.exp(-2t))`, the same |
-| stream-K | partial sums added first, the epilogue once per tile | (no stream-K) |
+| stream-K, split-K | partial sums added first, the epilogue once per tile | split-K: the last slice, on the sum |
+| swapped (Cᵀ) | `apply_epilogue_transposed`: two bias elements | `BIAS_ROWS`: the bias along the block's rows, |
+|  | a thread, along the block's rows (C's columns) | `[:, None]` |
 
 What Triton does for you: the bias is a row vector broadcast over a block, and which elements of it a
 thread needs follows from the accumulator's layout, which the compiler chose. In CUDA C the epilogue must
@@ -42,20 +45,18 @@ while the producer already loads the next tile. Against torch, at least cuBLASLt
 
 import torch
 
+from . import v15_warp_specialized as v15
 from .core.check import EPILOGUES, LAYOUTS
 from .core.cuda_c import CudaSource
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
-from .v14_wgmma_tma import IS_BF16, bind_configs, tma_persistent_kernel
-from .v15_warp_specialized import KERNELS as V15_KERNELS
-from .v15_warp_specialized import CUDA_CANDIDATES, TRITON_CONFIGS, c_descriptor, launch_candidates, tma_problem
-from .v15_warp_specialized import CUDA_SEARCH as V15_CUDA_SEARCH
 
 # The C++ type of each epilogue (kernels_cuda/v17_fused_epilogue.cu; none is v15's default, from v15's .cu).
 CUDA_EPILOGUES = {"none": "NoEpilogue", "bias": "Bias", "bias+relu": "BiasRelu", "bias+gelu": "BiasGelu"}
-KERNELS = CudaSource(__name__, [t.kernel(d, lay, CUDA_EPILOGUES[e]) for e in CUDA_EPILOGUES if e != "none"
-                                for d in IS_BF16 for lay in LAYOUTS for t in CUDA_CANDIDATES], arch="sm_90a")
+KERNELS = CudaSource(__name__, [t.kernel(d, t.kernel_layout(lay), CUDA_EPILOGUES[e])
+                                for e in CUDA_EPILOGUES if e != "none" for d in v15.IS_BF16 for lay in LAYOUTS
+                                for t in v15.CUDA_SEARCH.candidates if t.reads(lay)], arch="sm_90a")
 
 
 def no_k(c, epilogue: str, bias):
@@ -69,44 +70,50 @@ def no_k(c, epilogue: str, bias):
 # ---- CUDA C launcher: v15's candidates, each instantiated with the epilogue ------------------------------
 
 
-def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, epilogue: str = "none", bias=None):
-    """(refresh, {tile: launch}) for these candidates on one problem's tensor maps, each applying `epilogue`."""
-    problem, refresh = tma_problem(a, b, c)
-    source = V15_KERNELS if epilogue == "none" else KERNELS
-    return refresh, launch_candidates(problem, c, tiles, source, CUDA_EPILOGUES[epilogue], bias=bias)
+def prepare_cuda(a, b, c, tiles=v15.CUDA_CANDIDATES, epilogue: str = "none", bias=None):
+    """(refresh, {tile: launch}) for these candidates on one problem's tensor maps (v15's), each applying
+    `epilogue`."""
+    source = v15.KERNELS if epilogue == "none" else KERNELS
+    return v15.prepare_cuda(a, b, c, tiles, source=source, epilogue=CUDA_EPILOGUES[epilogue], bias=bias)
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=V15_CUDA_SEARCH.tile)
+CUDA_SEARCH = Search(__name__, "cuda", v15.CUDA_SEARCH.candidates, prepare_cuda, tile=v15.CUDA_SEARCH.tile,
+                     reads=v15.Tile.reads)
 
 
 def fused_epilogue_cuda(a, b, c, epilogue: str = "none", bias=None):
     if a.shape[-1] == 0:
         return no_k(c, epilogue, bias)
-    return CUDA_SEARCH.tuned(a, b, c, epilogue=epilogue, bias=bias)
+    return CUDA_SEARCH.tuned(a, b, c, v15.cuda_candidates(a, b, c), epilogue=epilogue, bias=bias)
 
 
-# ---- Triton: v14's persistent kernel as v15 runs it, its epilogue flags set ------------------------------
+# ---- Triton: v15's kernels (v14's persistent one, split-K, swapped), their epilogue flags set ------------
 
 
 def epilogue_flags(epilogue: str, bias) -> dict:
-    """The arguments of v14's kernel that apply `epilogue` (its defaults apply none)."""
+    """The arguments of v15's Triton kernels that apply `epilogue` (their defaults apply none)."""
     epi = EPILOGUES[epilogue]
     return {"bias_ptr": bias, "BIAS": epi.bias, "ACTIVATION": epi.activation}
 
 
 def prepare_triton(a, b, c, configs, epilogue: str = "none", bias=None):
-    flags = epilogue_flags(epilogue, bias)
-    return bind_configs(a, b, c, configs, kernel=tma_persistent_kernel,
-                        extra=lambda config: c_descriptor(c, config) | flags)
+    return v15.prepare_triton(a, b, c, configs, flags=epilogue_flags(epilogue, bias))
 
 
-TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS, prepare_triton, tile=block_of, describe=describe_config)
+def triton_candidates(a, b, c) -> tuple:
+    """v15's, less v11's kernel (TMA=False), which applies no epilogue."""
+    return tuple(config for config in v15.triton_candidates(a, b, c) if config.kwargs.get("TMA") is not False)
+
+
+TRITON_SEARCH = Search(__name__, "triton", tuple(config for config in v15.TRITON_SEARCH.candidates
+                                                 if config.kwargs.get("TMA") is not False),
+                       prepare_triton, tile=block_of, describe=describe_config, reads=v15.config_reads)
 
 
 def fused_epilogue_triton(a, b, c, epilogue: str = "none", bias=None):
     if a.shape[-1] == 0:
         return no_k(c, epilogue, bias)
-    return TRITON_SEARCH.tuned(a, b, c, epilogue=epilogue, bias=bias)
+    return TRITON_SEARCH.tuned(a, b, c, triton_candidates(a, b, c), epilogue=epilogue, bias=bias)
 
 
 VARIANT = Variant(

@@ -81,7 +81,8 @@
 //     the same stored matrices, with M and N exchanged and each operand's transpose flag flipped): B's columns
 //     run along wgmma's 64 rows, and A's few rows along its N, as narrow as 8 (BN = 8, 16 or 32, one box of
 //     BN rows of the K-major A). The consumer writes its block back transposed (store_transposed_*), into C
-//     itself. This swapped A' must be K-major: A row-major, C = A·B or A·Bᵀ.
+//     itself, after v17's epilogue, whose bias then runs along the block's rows (apply_epilogue_transposed).
+//     This swapped A' must be K-major: A row-major, C = A·B or A·Bᵀ.
 #include "hopper.cuh"
 
 constexpr int V15_E4M3 = 2;  // INPUT: fp8 operands (0: fp16, 1: bf16)
@@ -191,6 +192,25 @@ __device__ __forceinline__ void apply_epilogue(float (&d)[R], const unsigned sho
             const float lo = to_float<IS_BF16>(static_cast<unsigned short>(two & 0xFFFF));
             const float hi = to_float<IS_BF16>(static_cast<unsigned short>(two >> 16));
             d[4 * j] += lo, d[4 * j + 1] += hi, d[4 * j + 2] += lo, d[4 * j + 3] += hi;
+        }
+    }
+#pragma unroll
+    for (int i = 0; i < R; ++i) d[i] = Epilogue::apply(d[i]);
+}
+
+// SWAP_AB: the block is of Cᵀ, so C's bias (one per column of C) runs along its rows. Thread t holds two of
+// them (store_transposed_via_tma: rows row and row + 8, in d[4j], d[4j + 1] and d[4j + 2], d[4j + 3]), so it
+// reads two elements once per tile: two loads in flight together, nothing to stage.
+template <typename Epilogue, int IS_BF16, int R>
+__device__ __forceinline__ void apply_epilogue_transposed(float (&d)[R], const unsigned short* __restrict__ bias,
+                                                          int rows, int row0) {
+    if constexpr (Epilogue::BIAS) {
+        const int t = threadIdx.x % 128, row = row0 + 16 * (t / 32) + (t % 32) / 4;
+        const float top = row < rows ? to_float<IS_BF16>(bias[row]) : 0.0f;
+        const float bottom = row + 8 < rows ? to_float<IS_BF16>(bias[row + 8]) : 0.0f;
+#pragma unroll
+        for (int j = 0; j < R / 4; ++j) {
+            d[4 * j] += top, d[4 * j + 1] += top, d[4 * j + 2] += bottom, d[4 * j + 3] += bottom;
         }
     }
 #pragma unroll
@@ -444,8 +464,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
     static_assert(BM == 128 || CONSUMERS_N == 2 || BN <= 128, "two CTAs per SM leave 128 registers a thread");
     static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
     static_assert(INPUT != V15_E4M3 || (!A_T && B_T), "fp8 wgmma reads both operands K-major: nt only");
-    static_assert(!SWAP_AB || (B_T && CONSUMERS_N == 1 && !Epilogue::BIAS && INPUT != V15_E4M3),
-                  "a swapped product reads a K-major A' (one box of BN rows) and stores Cᵀ with no bias or scales");
+    static_assert(!SWAP_AB || (B_T && CONSUMERS_N == 1 && INPUT != V15_E4M3),
+                  "a swapped product reads a K-major A' (one box of BN rows) and stores Cᵀ with no scales");
     constexpr bool FP8 = INPUT == V15_E4M3;
     constexpr int IS_BF16 = INPUT != 0;  // C's type: fp16 for fp16, bf16 for bf16 and fp8
     constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, CONSUMERS = BM / 64 * CONSUMERS_N;
@@ -620,8 +640,12 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
             //         back, while the producer already fills the ring with the next tile ----
             const int row0 = groups.first_row() + tile_m * BM + rows_of * 64, col0 = tile_n * BN + cols_of * WBN;
             if constexpr (FP8) apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, col0);
-            apply_epilogue<Epilogue, IS_BF16>(d, bias, N, col0, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES,
-                                              warpgroup);
+            if constexpr (SWAP_AB) {
+                apply_epilogue_transposed<Epilogue, IS_BF16>(d, bias, M, row0);
+            } else {
+                apply_epilogue<Epilogue, IS_BF16>(d, bias, N, col0, c_stages + (warpgroup - 1) * V15_C_STAGE_BYTES,
+                                                  warpgroup);
+            }
             // v18: C is one matrix, and a block that crosses its group's end (into the next group's rows) is stored
             // from registers, masked at the group's end: TMA clips a store at the matrix's edge only.
             const int matrix = GROUPED ? 0 : product, row_end = GROUPED ? groups.row_end() : M;

@@ -9,7 +9,7 @@ import torch
 from implementations import v15_warp_specialized as v15
 from implementations import v17_fused_epilogue as v17
 from implementations.core import bench
-from implementations.core.check import EPILOGUES, PRECISIONS
+from implementations.core.check import EPILOGUES, PRECISIONS, check, make_bias, make_inputs, poison
 from implementations.core.env import set_cublas_math
 
 from ..helpers import candidate, checked_run, gpu_skip_reason, param_id, skip_unless_runnable
@@ -71,6 +71,57 @@ def test_v17_instantiates_v15s_kernel_with_its_epilogues():
     assert all(name.endswith(",NoEpilogue,NoGroups>") for name in v15.KERNELS.kernels)
     source = v17.KERNELS.path.read_text()
     assert '#include "v15_warp_specialized.cu"' in source and "__global__" not in source
+
+
+# Decode: v15's split-K and swapped candidates. Rows fewer than a swapped tile, one row, k-blocks fewer than the
+# slices, ragged everywhere, a batch, a batch sharing B.
+DECODE_CASES = [((5, 70, 130), (0, 0)), ((1, 96, 520), (0, 0)), ((30, 100, 200), (0, 0)), ((7, 64, 64), (3, 3)),
+                ((12, 72, 96), (3, 0))]
+
+
+@pytest.mark.parametrize("layout", ["nn", "nt"])
+@pytest.mark.parametrize("lang", ["triton", "cuda"])
+@pytest.mark.parametrize("case", DECODE_CASES, ids=param_id)
+def test_split_and_swapped_candidates_apply_the_epilogue_to_the_sum(case, lang, layout, device):
+    """The slices of k are added before the epilogue (ReLU or GELU of each partial sum would be wrong, and the bias
+    added once per slice), and a swapped kernel, which computes Cᵀ, adds the bias along its rows, C's columns. Every
+    epilogue, each candidate, run twice (split-K's counters). On the CPU Triton's kernels run in the interpreter
+    (fp16); the CUDA C tiles need an sm_90a GPU."""
+    if device.type == "cuda" and torch.cuda.get_device_capability() < (9, 0):
+        pytest.skip("TMA descriptors and wgmma: sm_90")
+    if lang == "cuda" and device.type != "cuda":
+        pytest.skip("the CUDA C kernel needs an sm_90a GPU")
+    (M, N, K), (a_batch, b_batch) = case
+    if lang == "cuda":
+        cands, prepare = v15.CUDA_SPLIT_CANDIDATES + v15.CUDA_SWAP_CANDIDATES, v17.prepare_cuda
+    else:
+        cands, prepare = v15.SPLIT_K_CONFIGS[:1] + v15.SWAP_CONFIGS, v17.prepare_triton
+    for dtype in ["fp16"] if device.type == "cpu" else ["fp16", "bf16"]:
+        precision = PRECISIONS[dtype]
+        a, _ = make_inputs(M, N, K, precision, device, 11, layout=layout, batch=a_batch)
+        _, b = make_inputs(M, N, K, precision, device, 13, layout=layout, batch=b_batch)
+        bias = make_bias(N, K, precision, device, 17)
+        c = torch.empty(torch.broadcast_shapes(a.shape[:-2], b.shape[:-2]) + (M, N), device=device, dtype=a.dtype)
+        for epilogue in FUSED:
+            refresh, runs = prepare(a, b, c, cands, epilogue=epilogue, bias=bias)
+            assert len(runs) == len(cands)
+            for cand, run in runs.items():
+                for _ in range(2):
+                    poison(c)
+                    refresh()
+                    run()
+                    outcome = check(c, a, b, precision, epilogue=epilogue, bias=bias)
+                    assert outcome.ok, (str(cand), case, layout, dtype, epilogue, outcome.why())
+
+
+def test_triton_offers_v15s_decode_configs_less_v11s_kernel():
+    """v11's kernel (pointers, no TMA) applies no epilogue: v17 leaves it out, and v15's launcher refuses it one."""
+    a, b, c = (torch.empty(shape, dtype=torch.bfloat16) for shape in ((16, 4096), (4096, 4096), (16, 4096)))
+    triton = v17.triton_candidates(a, b, c)
+    assert set(v15.SWAP_CONFIGS) & set(triton) and set(v15.SPLIT_K_CONFIGS) <= set(triton)
+    assert not set(v15.POINTER_CONFIGS) & set(triton) and set(v15.POINTER_CONFIGS) & set(v15.triton_candidates(a, b, c))
+    with pytest.raises(ValueError, match="takes no"):
+        v15.prepare_triton(a, b, c, v15.POINTER_CONFIGS, flags=v17.epilogue_flags("bias", torch.empty(4096)))
 
 
 # ---- on the GPU ------------------------------------------------------------------------------------------
