@@ -450,6 +450,7 @@ SWAP_CONFIGS = (  # split-K on Cᵀ = Bᵀ·Aᵀ, as CUDA_SWAP_CANDIDATES: 64 co
     tma_config(64, 16, 64, 4, 6, SPLIT_K=2, SWAP_AB=True),
     tma_config(64, 16, 64, 4, 6, SPLIT_K=4, SWAP_AB=True),
     tma_config(64, 32, 64, 4, 6, SPLIT_K=2, SWAP_AB=True),
+    tma_config(128, 16, 64, 4, 6, SPLIT_K=1, SWAP_AB=True),  # N of tens of thousands: enough programs unsplit
 )
 POINTER_CONFIGS = (  # v11's kernel (tiles copied by cp.async from pointers: no descriptors, no mbarriers), for
     # products of a few tiles, where the TMA kernel's fixed cost is most of the call, and batches of them
@@ -493,7 +494,8 @@ def split_k_kernel(
     #         done (release: the partial is visible before the count); the last slice adds all of them, in slice
     #         order (the same sum whichever finishes last), scales it (v19's fp8), applies v17's epilogue (its
     #         bias along the rows where the block is of Cᵀ: SWAPPED), writes C and sets the counter back to 0
-    #         for the next launch ----
+    #         for the next launch. One slice (a swapped config, unsplit) takes the same path: its round trip
+    #         through the workspace is a tile of C's few rows in fp32, beside the whole of B read ----
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     inside = (offs_m[:, None] < M) & (offs_n[None, :] < N)
