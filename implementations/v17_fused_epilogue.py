@@ -45,18 +45,24 @@ while the producer already loads the next tile. Against torch, at least cuBLASLt
 
 import torch
 
-from . import v15_warp_specialized as v15
 from .core.check import EPILOGUES, LAYOUTS
 from .core.cuda_c import CudaSource
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
+from .v15_warp_specialized import CUDA_CANDIDATES, IS_BF16, Tile, config_reads, cuda_candidates
+from .v15_warp_specialized import CUDA_SEARCH as V15_CUDA_SEARCH
+from .v15_warp_specialized import KERNELS as V15_KERNELS
+from .v15_warp_specialized import TRITON_SEARCH as V15_TRITON_SEARCH
+from .v15_warp_specialized import prepare_cuda as v15_prepare_cuda
+from .v15_warp_specialized import prepare_triton as v15_prepare_triton
+from .v15_warp_specialized import triton_candidates as v15_triton_candidates
 
 # The C++ type of each epilogue (kernels_cuda/v17_fused_epilogue.cu; none is v15's default, from v15's .cu).
 CUDA_EPILOGUES = {"none": "NoEpilogue", "bias": "Bias", "bias+relu": "BiasRelu", "bias+gelu": "BiasGelu"}
 KERNELS = CudaSource(__name__, [t.kernel(d, t.kernel_layout(lay), CUDA_EPILOGUES[e])
-                                for e in CUDA_EPILOGUES if e != "none" for d in v15.IS_BF16 for lay in LAYOUTS
-                                for t in v15.CUDA_SEARCH.candidates if t.reads(lay)], arch="sm_90a")
+                                for e in CUDA_EPILOGUES if e != "none" for d in IS_BF16 for lay in LAYOUTS
+                                for t in V15_CUDA_SEARCH.candidates if t.reads(lay)], arch="sm_90a")
 
 
 def no_k(c, epilogue: str, bias):
@@ -70,21 +76,21 @@ def no_k(c, epilogue: str, bias):
 # ---- CUDA C launcher: v15's candidates, each instantiated with the epilogue ------------------------------
 
 
-def prepare_cuda(a, b, c, tiles=v15.CUDA_CANDIDATES, epilogue: str = "none", bias=None):
+def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, epilogue: str = "none", bias=None):
     """(refresh, {tile: launch}) for these candidates on one problem's tensor maps (v15's), each applying
     `epilogue`."""
-    source = v15.KERNELS if epilogue == "none" else KERNELS
-    return v15.prepare_cuda(a, b, c, tiles, source=source, epilogue=CUDA_EPILOGUES[epilogue], bias=bias)
+    source = V15_KERNELS if epilogue == "none" else KERNELS
+    return v15_prepare_cuda(a, b, c, tiles, source=source, epilogue=CUDA_EPILOGUES[epilogue], bias=bias)
 
 
-CUDA_SEARCH = Search(__name__, "cuda", v15.CUDA_SEARCH.candidates, prepare_cuda, tile=v15.CUDA_SEARCH.tile,
-                     reads=v15.Tile.reads)
+CUDA_SEARCH = Search(__name__, "cuda", V15_CUDA_SEARCH.candidates, prepare_cuda, tile=V15_CUDA_SEARCH.tile,
+                     reads=Tile.reads)
 
 
 def fused_epilogue_cuda(a, b, c, epilogue: str = "none", bias=None):
     if a.shape[-1] == 0:
         return no_k(c, epilogue, bias)
-    return CUDA_SEARCH.tuned(a, b, c, v15.cuda_candidates(a, b, c), epilogue=epilogue, bias=bias)
+    return CUDA_SEARCH.tuned(a, b, c, cuda_candidates(a, b, c), epilogue=epilogue, bias=bias)
 
 
 # ---- Triton: v15's kernels (v14's persistent one, split-K, swapped), their epilogue flags set ------------
@@ -97,17 +103,17 @@ def epilogue_flags(epilogue: str, bias) -> dict:
 
 
 def prepare_triton(a, b, c, configs, epilogue: str = "none", bias=None):
-    return v15.prepare_triton(a, b, c, configs, flags=epilogue_flags(epilogue, bias))
+    return v15_prepare_triton(a, b, c, configs, flags=epilogue_flags(epilogue, bias))
 
 
 def triton_candidates(a, b, c) -> tuple:
     """v15's, less v11's kernel (TMA=False), which applies no epilogue."""
-    return tuple(config for config in v15.triton_candidates(a, b, c) if config.kwargs.get("TMA") is not False)
+    return tuple(config for config in v15_triton_candidates(a, b, c) if config.kwargs.get("TMA") is not False)
 
 
-TRITON_SEARCH = Search(__name__, "triton", tuple(config for config in v15.TRITON_SEARCH.candidates
+TRITON_SEARCH = Search(__name__, "triton", tuple(config for config in V15_TRITON_SEARCH.candidates
                                                  if config.kwargs.get("TMA") is not False),
-                       prepare_triton, tile=block_of, describe=describe_config, reads=v15.config_reads)
+                       prepare_triton, tile=block_of, describe=describe_config, reads=config_reads)
 
 
 def fused_epilogue_triton(a, b, c, epilogue: str = "none", bias=None):

@@ -8,7 +8,6 @@ apart, and nothing else lists the rungs: adding a rung is adding two files.
 from __future__ import annotations
 
 import importlib
-import inspect
 import pkgutil
 import re
 import sys
@@ -217,13 +216,10 @@ class Variant:
     @property
     def homes(self) -> list:
         """The modules where this rung's kernels may live: its own, and those of the earlier rungs whose
-        launch helpers it imports (v05-v09 launch v03's kernel through `launch_smem_tiling`), or which it
-        imports whole (v17 runs v15's)."""
+        launch helpers it imports (v05-v09 launch v03's kernel through `launch_smem_tiling`)."""
         module = sys.modules[self.module]
-        rung = RUNGS_PACKAGE + ".v"
         found = {module} | {sys.modules[obj.__module__] for obj in vars(module).values()
-                            if callable(obj) and getattr(obj, "__module__", "").startswith(rung)}
-        found |= {obj for obj in vars(module).values() if inspect.ismodule(obj) and obj.__name__.startswith(rung)}
+                            if callable(obj) and getattr(obj, "__module__", "").startswith(RUNGS_PACKAGE + ".v")}
         return sorted(found, key=lambda m: m.__name__)
 
     def matmul(self, lang: str, a: torch.Tensor, b: torch.Tensor, epilogue: str = "none",

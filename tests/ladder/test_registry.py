@@ -49,7 +49,7 @@ def _defined_in(kernel) -> str:
 
 def triton_kernel_home(variant) -> str:
     """The module whose Triton kernel this rung launches: its own, or the earlier rung's it reuses
-    (a kernel it imports, else the rung whose launch helper it calls, else the rung it imports whole)."""
+    (a kernel it imports, else the rung whose launch helper it calls)."""
     module = sys.modules[variant.module]
     kernels = {_defined_in(obj) for obj in vars(module).values() if isinstance(obj, KernelInterface)}
     if module.__name__ in kernels:
@@ -57,8 +57,6 @@ def triton_kernel_home(variant) -> str:
     homes = kernels or {obj.__module__ for obj in vars(module).values()
                         if callable(obj) and getattr(obj, "__module__", "").startswith("implementations.v")}
     homes -= {module.__name__}
-    homes = homes or {obj.__name__ for obj in vars(module).values()  # a rung imported whole (v17: v15)
-                      if inspect.ismodule(obj) and obj.__name__.startswith("implementations.v")}
     assert len(homes) == 1, f"{variant.stem} defines no Triton kernel and reuses {sorted(homes) or 'none'}"
     return homes.pop()
 
