@@ -37,14 +37,17 @@ STATUS_TIMEOUT = "timeout"  # no result within the time limit; its process was e
 FAILED = (STATUS_WRONG, STATUS_ERROR, STATUS_FAULT, STATUS_TIMEOUT)  # what makes compare.py exit 1
 
 
+GRAPH_REPLAYS = 10  # how many times do_bench_cudagraph replays its graph: the samples of one measurement
+
+
 @dataclass
 class TimingOptions:
     mode: str = "events"  # "events" (do_bench) or "graph" (do_bench_cudagraph)
     # events: warm-up, then at least min_runs calls, each timed alone after an L2 flush.
-    # graph: one graph of at least min_runs calls, replayed 10 times; each sample is a replay's mean
-    # per call, and the L2 is not flushed between the calls of a graph.
+    # graph: one graph of at least min_runs calls, replayed GRAPH_REPLAYS times; each sample is a replay's
+    # mean per call, and the L2 is not flushed between the calls of a graph.
     warmup_ms: float = 25.0
-    rep_ms: float = 200.0
+    rep_ms: float = 200.0  # timed per measurement, in either mode (in a graph: all its replays together)
     min_runs: int = 10  # slow kernels still get this many timed runs
 
 
@@ -166,10 +169,12 @@ def time_ms(fn: Callable[[], object], options: TimingOptions, device: torch.devi
     fn()
     end.record()
     torch.cuda.synchronize()
-    rep = max(options.rep_ms, options.min_runs * start.elapsed_time(end))
-    if options.mode == "graph":
+    call = start.elapsed_time(end)
+    if options.mode == "graph":  # do_bench_cudagraph's rep is one replay's length
+        rep = max(options.rep_ms / GRAPH_REPLAYS, options.min_runs * call)
         return list(do_bench_cudagraph(fn, rep=rep, return_mode="all"))
-    return list(do_bench(fn, warmup=options.warmup_ms, rep=rep, return_mode="all"))
+    return list(do_bench(fn, warmup=options.warmup_ms, rep=max(options.rep_ms, options.min_runs * call),
+                         return_mode="all"))
 
 
 def time_cpu_ms(fn: Callable[[], object], options: TimingOptions) -> list[float]:

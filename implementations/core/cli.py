@@ -407,8 +407,9 @@ def timing_description(args) -> str:
     rounds = (f"; {args.rounds} rounds per size, the order reversed every other round, samples pooled"
               if args.rounds > 1 else "")
     if args.timing == "graph":
-        return (f"graph: do_bench_cudagraph, one CUDA graph of >= {args.rep} ms and >= {args.min_runs} calls, "
-                f"10 replays, median of the replays' mean per call; no L2 flush between calls{rounds}")
+        return (f"graph: do_bench_cudagraph, one CUDA graph of >= {args.rep / bench.GRAPH_REPLAYS:g} ms and >= "
+                f"{args.min_runs} calls, {bench.GRAPH_REPLAYS} replays, median of the replays' mean per call; no L2 "
+                f"flush between calls{rounds}")
     return (f"events: do_bench, warm-up {args.warmup} ms, >= {args.rep} ms and >= {args.min_runs} calls each "
             f"timed alone after an L2 flush, median with 20-80 percentile spread{rounds}")
 

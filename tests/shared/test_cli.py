@@ -242,3 +242,29 @@ def test_a_failure_in_a_later_round_fails_the_result(monkeypatch):
     assert triton.status == bench.STATUS_WRONG and triton.ms is None and triton.pct_cublas is None
     assert calls.count(triton.rung) == 2, "not timed again after it failed"
     assert log.results[2].status == bench.STATUS_OK
+
+
+@pytest.mark.parametrize("mode, call_ms, rep", [("graph", 0.01, 20.0), ("graph", 5.0, 50.0),
+                                                ("events", 0.01, 200.0), ("events", 50.0, 500.0)])
+def test_rep_is_the_timed_time_of_a_measurement_in_either_mode(mode, call_ms, rep, monkeypatch):
+    """Events: calls for --rep ms. Graph: do_bench_cudagraph replays its graph GRAPH_REPLAYS times, so the graph is
+    a tenth of --rep. Either way at least --min-runs calls, however slow the kernel."""
+    import triton.testing
+
+    class Event:
+        def __init__(self, **_):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, _):
+            return call_ms
+
+    asked = {}
+    monkeypatch.setattr(torch.cuda, "Event", Event)
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *_: None)
+    monkeypatch.setattr(triton.testing, "do_bench_cudagraph", lambda fn, rep, **_: asked.setdefault("rep", rep) and [])
+    monkeypatch.setattr(triton.testing, "do_bench", lambda fn, warmup, rep, **_: asked.setdefault("rep", rep) and [])
+    bench.time_ms(lambda: None, bench.TimingOptions(mode=mode, rep_ms=200.0, min_runs=10), torch.device("cuda"))
+    assert asked["rep"] == pytest.approx(rep)
