@@ -310,7 +310,7 @@ def launch_tma_persistent(a, b, c, **config):
 
 def bind_configs(a, b, c, configs, kernel=None, extra=lambda config: {}):
     """(refresh, {config: launch}): `triton.Config`s of `kernel` sharing one set of TMA-ready operands, each
-    with its own descriptors' boxes and `extra(config)`'s further arguments (the searches of v15 and v16)."""
+    with its own descriptors' boxes and `extra(config)`'s further arguments (v16's search)."""
     M, K = a.shape[-2:]
     a_t, b_t, layout, refresh = tma_views(a, b)
     return refresh, {config: bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, kernel=kernel,

@@ -9,8 +9,8 @@ registers, and C is written once: what fusion saves is one read and one write of
 it costs is a few instructions per element and one read of the bias per column block.
 The kernels are v15's in both languages, not copies: the CUDA C kernel takes the epilogue as a template
 parameter (a type; its default does nothing and compiles to nothing), and v15's Triton kernels (v14's
-`tma_persistent_kernel`, v15's `split_k_kernel`) take it as constexpr flags (off by default). The search is v15's, per epilogue,
-decode's split and swapped candidates included.
+`tma_persistent_kernel`, v15's `split_k_kernel`) take it as constexpr flags (off by default). The search
+is v15's, per epilogue, decode's split and swapped candidates included.
 
 CUDA C and Triton side by side:
 
@@ -106,14 +106,17 @@ def prepare_triton(a, b, c, configs, epilogue: str = "none", bias=None):
     return v15_prepare_triton(a, b, c, configs, flags=epilogue_flags(epilogue, bias))
 
 
+def with_epilogue(configs) -> tuple:
+    """Those of v15's configs whose kernels apply an epilogue: all but v11's (TMA=False)."""
+    return tuple(config for config in configs if config.kwargs.get("TMA") is not False)
+
+
 def triton_candidates(a, b, c) -> tuple:
-    """v15's, less v11's kernel (TMA=False), which applies no epilogue."""
-    return tuple(config for config in v15_triton_candidates(a, b, c) if config.kwargs.get("TMA") is not False)
+    return with_epilogue(v15_triton_candidates(a, b, c))
 
 
-TRITON_SEARCH = Search(__name__, "triton", tuple(config for config in V15_TRITON_SEARCH.candidates
-                                                 if config.kwargs.get("TMA") is not False),
-                       prepare_triton, tile=block_of, describe=describe_config, reads=config_reads)
+TRITON_SEARCH = Search(__name__, "triton", with_epilogue(V15_TRITON_SEARCH.candidates), prepare_triton,
+                       tile=block_of, describe=describe_config, reads=config_reads)
 
 
 def fused_epilogue_triton(a, b, c, epilogue: str = "none", bias=None):
