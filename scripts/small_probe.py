@@ -110,9 +110,11 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dt
     out[key] = {"timers": names, "cublas_us": cublas, "runs": results}
 
 
-def triton_config(bm, bn, bk, warps, stages, split_k=1, swap_ab=0):
+def triton_config(bm, bn, bk, warps, stages, split_k=1, swap_ab=0, tma=1):
     """A persistent (flattened) config, or a split-K one in `split_k` slices, or (swap_ab) split-K's kernel on
-    Cᵀ = Bᵀ·Aᵀ in `split_k` slices (one: unsplit)."""
+    Cᵀ = Bᵀ·Aᵀ in `split_k` slices (one: unsplit), or (tma=0) v11's pointer kernel, a program per tile."""
+    if not tma:
+        return v15.tma_config(bm, bn, bk, warps, stages, TMA=False)
     if swap_ab:
         return v15.tma_config(bm, bn, bk, warps, stages, SPLIT_K=split_k, SWAP_AB=True)
     knobs = {"SPLIT_K": split_k} if split_k > 1 else {"FLATTEN": True}
@@ -191,8 +193,9 @@ def main() -> int:
                    "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K,CONSUMERS_N,SWAP_AB] (v15) or BM,BN,BK,WM,WN,STAGES,GROUP_M "
                    "(v11)")
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
-                   "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K[,SWAP_AB]] (v15: persistent and flattened, "
-                   "split-K, or swapped; v11: a tl.dot config), or a v11 Gluon tile as --cuda's")
+                   "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K[,SWAP_AB[,TMA]]] (v15: persistent and "
+                   "flattened, split-K, swapped, or with TMA 0 v11's pointer kernel; v11: a tl.dot config), or a v11 "
+                   "Gluon tile as --cuda's")
     p.add_argument("--against", type=Path, metavar="DIR",
                    help="with --sizes (v15): also time the CUDA C tiles compiled from DIR/v15_warp_specialized.cu, "
                    "e.g. an earlier commit's (git show REV:kernels_cuda/v15_warp_specialized.cu), beside the working "
