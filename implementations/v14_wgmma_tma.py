@@ -85,12 +85,43 @@ def tma_operands(a: torch.Tensor, b: torch.Tensor):
     return a_pad, b_pad, refresh
 
 
+@triton.jit
+def copy_rows_kernel(src, dst, rows, cols, src_stride, dst_stride, src_batch, dst_batch,
+                     BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr, ALIGN: tl.constexpr):
+    # A block of rows × columns of one matrix of a batch (axis 2), to the same place in a buffer of another
+    # row pitch. Both pitches and `cols` are multiples of ALIGN elements (the launcher's largest of 16, 8 or 4
+    # bytes), which the compiler sees from (x // ALIGN) * ALIGN: then each thread copies ALIGN at a time
+    src_stride = src_stride // ALIGN * ALIGN
+    dst_stride = dst_stride // ALIGN * ALIGN
+    cols = cols // ALIGN * ALIGN
+    r = (tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)).to(tl.int64)
+    k = tl.program_id(1) * BLOCK_C + tl.arange(0, BLOCK_C)
+    inside = (r[:, None] < rows) & (k[None, :] < cols)
+    product = tl.program_id(2).to(tl.int64)
+    x = tl.load(src + product * src_batch + r[:, None] * src_stride + k[None, :], mask=inside)
+    tl.store(dst + product * dst_batch + r[:, None] * dst_stride + k[None, :], x, mask=inside)
+
+
+def copy_rows(src: torch.Tensor, dst: torch.Tensor):
+    """copy(): `src` (a row-major matrix or batch, any row pitch) into `dst` of the same shape: one launch,
+    16 bytes per thread where the pitches allow, where torch's copy of a strided destination moves 2 bytes
+    per thread."""
+    s3, d3 = (src, dst) if src.dim() == 3 else (src[None], dst[None])
+    size = src.element_size()
+    align = next(n for n in (16 // size, 8 // size, 4 // size, 1) if n
+                 and all(x % n == 0 for x in (s3.stride(1), d3.stride(1), s3.shape[2]))
+                 and s3.data_ptr() % (n * size) == 0 and d3.data_ptr() % (n * size) == 0)
+    grid = (triton.cdiv(s3.shape[1], 16), triton.cdiv(s3.shape[2], 256), s3.shape[0])
+    return prebound(copy_rows_kernel, grid, s3, d3, s3.shape[1], s3.shape[2], s3.stride(1), d3.stride(1),
+                    s3.stride(0), d3.stride(0), BLOCK_R=16, BLOCK_C=256, ALIGN=align, num_warps=4)
+
+
 def padded_rows(s: torch.Tensor, pitch: int):
     """(a zeroed buffer of s's rows, each widened to a multiple of `pitch` bytes, copy(): copies s into it)."""
     per_pitch = pitch // s.element_size()
     padded = torch.zeros((*s.shape[:-1], triton.cdiv(s.shape[-1], per_pitch) * per_pitch), dtype=s.dtype,
                          device=s.device)
-    return padded, lambda: padded[..., :s.shape[-1]].copy_(s)
+    return padded, copy_rows(s, padded[..., :s.shape[-1]])
 
 
 def tma_views(a: torch.Tensor, b: torch.Tensor, b_k_major: bool = False):

@@ -17,6 +17,11 @@ With --rung 11, the same for fp32 (TF32 off): v11's candidates, and tiles given 
 
     python scripts/small_probe.py --rung 11 --sizes 1000x1100x1028 --cuda "80,128,8,80,32,4,8"
 
+With --pad-copies, the copy that pads a B of each --sizes shape (K×N) to a 128-byte row pitch, torch's
+strided copy against v14's copy_rows kernel, each timed with events:
+
+    python scripts/small_probe.py --pad-copies --sizes 3000x5000x7000
+
 With --profile, each of those runs once, untimed, inside the NVTX ranges that scripts/ncu_sections.sh --probe
 hands Nsight Compute.
 """
@@ -35,6 +40,7 @@ import torch  # noqa: E402
 from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
 
 from implementations import v11_autotuned as v11  # noqa: E402
+from implementations import v14_wgmma_tma as v14  # noqa: E402
 from implementations import v15_warp_specialized as v15  # noqa: E402
 from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs  # noqa: E402
 from implementations.core.env import set_cublas_math  # noqa: E402
@@ -168,6 +174,20 @@ def probe_sizes_fp32(args, out):
         probe("triton", shape, triton, out, args.batch, timers, dtype="fp32", layout=args.layout)
 
 
+def probe_pad_copies(args, out):
+    """--pad-copies: B (K×N, bf16) copied to a 128-byte row pitch by torch and by copy_rows."""
+    for M, N, K in args.sizes:
+        b = torch.randn(K, N, device="cuda").bfloat16()
+        padded, copy = v14.padded_rows(b, v15.B_PITCH)
+        view = padded[:, :N]
+        gb = 2 * b.numel() * b.element_size() / 1e9
+        times = {"torch": events_us(lambda: view.copy_(b)), "copy_rows": events_us(copy)}
+        assert torch.equal(view, b)
+        print(f"== B {K}x{N} to a {v15.B_PITCH}-byte pitch: " + ", ".join(
+            f"{name} {us:.1f} µs ({gb / us * 1e3:.2f} TB/s)" for name, us in times.items()), flush=True)
+        out[f"pad copy {K}x{N}"] = times
+
+
 def probe_split_k_and_promotion(out):
     """Without --sizes: split-K's configs at the few-tile shapes, L2 promotion at the large ones."""
     configs = v15.TRITON_CONFIGS + tuple(split_k_configs())
@@ -203,6 +223,8 @@ def main() -> int:
     p.add_argument("--c-from-registers", action="store_true",
                    help="with --sizes (v15): the CUDA C kernels store C straight from registers, as where TMA "
                    "cannot write C, instead of staging it for a TMA store")
+    p.add_argument("--pad-copies", action="store_true",
+                   help="with --sizes: time the copy of each B (K×N) to a 128-byte row pitch, torch's and copy_rows")
     p.add_argument("--profile", action="store_true",
                    help="with --sizes: run each candidate (and cuBLAS) once inside the NVTX ranges Nsight Compute "
                    "profiles, untimed: scripts/ncu_sections.sh --probe ...")
@@ -215,7 +237,9 @@ def main() -> int:
         print("small_probe.py needs a CUDA device (sm_90): it times Hopper kernels", file=sys.stderr)
         return 2
     out = {}
-    if args.sizes:
+    if args.sizes and args.pad_copies:
+        probe_pad_copies(args, out)
+    elif args.sizes:
         (probe_sizes_fp32 if args.rung == 11 else probe_sizes)(args, out)
     else:
         probe_split_k_and_promotion(out)

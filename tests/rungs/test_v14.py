@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from implementations.v14_wgmma_tma import tma_operands
+from implementations.v14_wgmma_tma import padded_rows, tma_operands
 
 
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
@@ -22,6 +22,22 @@ def test_tma_operands_leave_aligned_operands_alone():
     a, b = torch.randn(4, 16).half(), torch.randn(16, 8).half()
     a_t, b_t, _ = tma_operands(a, b)
     assert a_t is a and b_t is b
+
+
+@pytest.mark.parametrize("source", [
+    lambda: torch.randn(37, 50),  # 100-byte rows, no 16-byte copies
+    lambda: torch.randn(3, 37, 48),  # a batch, 96-byte rows: 16 bytes at a time
+    lambda: torch.randn(300, 264),  # more than one block of rows and of columns
+    lambda: torch.randn(2, 40, 80)[:, 3:, :56],  # a slice: rows 160 bytes apart, 56 elements read of each
+])
+def test_padded_rows_copy_every_element_and_leave_the_padding_zero(source):
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    s = source().to(device=device, dtype=torch.bfloat16)
+    padded, copy = padded_rows(s, 128)
+    padded.fill_(float("nan"))[..., s.shape[-1]:] = 0
+    copy()
+    assert padded.shape[-1] % 64 == 0 and padded.shape[:-1] == s.shape[:-1]
+    assert torch.equal(padded[..., :s.shape[-1]], s) and not padded[..., s.shape[-1]:].any()
 
 
 @pytest.mark.gpu
