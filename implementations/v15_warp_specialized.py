@@ -370,19 +370,23 @@ def resident_clusters(source: CudaSource, name: str, device: torch.device, clust
 
 def swapped_problem(a, b, c, bn: int, l2_promotion: int = 256):
     """(TmaProblem, refresh) of Cᵀ = Bᵀ·Aᵀ for the SWAP_AB tiles of BN columns: maps of the same stored matrices
-    with M and N exchanged, A's boxes BN rows high (it is the kernel's B, K-major)."""
-    return tma_problem(b.mT, a.mT, c.mT, l2_promotion, boxes=lambda a_t, b_t: ((64, BK), (64, bn)), b_k_major=True)
+    with M and N exchanged, A's boxes BN rows high (it is the kernel's B, K-major). A box row is 128 bytes of k:
+    64 16-bit elements, or 128 of fp8 (v19)."""
+    row = 128 // a.element_size()
+    return tma_problem(b.mT, a.mT, c.mT, l2_promotion, boxes=lambda a_t, b_t: ((row, 64), (row, bn)), b_k_major=True)
 
 
 def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, clusters: int | None = None, l2_promotion: int = 256,
                  timeline: torch.Tensor | None = None, source: CudaSource = KERNELS, epilogue: str = "NoEpilogue",
-                 bias: torch.Tensor | None = None):
+                 bias: torch.Tensor | None = None, boxes=v15_boxes, scales: torch.Tensor | None = None):
     """(refresh, {tile: launch}) for these candidates, sharing one problem's tensor maps (tma_problem, with
-    this L2 promotion), `timeline` and the epilogue (see launch_candidate); the SWAP_AB ones on the swapped
-    problem of their BN (each launch copying what it pads itself), where they read the layout in place."""
+    this L2 promotion and `boxes`), `timeline`, the epilogue and fp8's scales (see launch_candidate); the SWAP_AB
+    ones on the swapped problem of their BN (each launch copying what it pads itself), where they read the layout
+    in place."""
     plain = [tile for tile in tiles if not tile.SWAP_AB]
-    options = {"clusters": clusters, "timeline": timeline, "source": source, "epilogue": epilogue, "bias": bias}
-    problem, refresh = tma_problem(a, b, c, l2_promotion)
+    options = {"clusters": clusters, "timeline": timeline, "source": source, "epilogue": epilogue, "bias": bias,
+               "scales": scales}
+    problem, refresh = tma_problem(a, b, c, l2_promotion, boxes)
     runs = launch_candidates(problem, c, plain, **options)
     for bn in sorted({tile.BN for tile in tiles if tile.SWAP_AB and swappable(a)}):
         swapped, copy = swapped_problem(a, b, c, bn, l2_promotion)

@@ -24,6 +24,7 @@ CUDA C and Triton side by side:
 | accumulation | the tensor core's own (about 14 bits kept | the same: Triton's default on sm_90 |
 |  | per k32 step: "fast accumulation") | (`max_num_imprecise_acc` not set) |
 | search | v15's candidates, on fp8 kernels | its configs, BLOCK_K = 128; v15's split-K kernel |
+| few rows | v15's swapped tiles, Cᵀ = Bᵀ·Aᵀ (m64n8k32...) | v15's swapped split-K configs |
 
 What Triton does for you: the fp8 dot is `tl.dot` on fp8 tensors, and the transposed view of the N×K
 box is K-major without a word; in CUDA C the kernel must know that fp8 wgmma has no transpose bits (a
@@ -39,7 +40,7 @@ few k-steps (DeepGEMM does) would cost registers and adds: not done.
 
 Constraints: e4m3 operands; fp32 scales as one tensor, (s_A, s_B) or (fp8-rowwise, single products only)
 s_A's M values then s_B's N; C bf16; nt in place, other layouts copied; batches in one launch (per-tensor
-scales); no epilogue. sm_90a.
+scales); swapped tiles for at most 32 rows with per-tensor scales; no epilogue. sm_90a.
 
 What it should reach: twice bf16's speed where the tensor cores bound it, and at least cuBLASLt's fp8
 GEMM (torch._scaled_mm) on the same inputs. Its story: docs/notes/v19.md.
@@ -52,13 +53,16 @@ from .core.cuda_c import CudaSource
 from .core.registry import Variant
 from .core.search import Search
 from .core.triton_util import block_of, describe_config
-from .v14_wgmma_tma import bind_tma_persistent, tma_persistent_kernel, tma_views, zero_product
-from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, bind_split_k, c_descriptor, few_tiles
-from .v15_warp_specialized import launch_candidates, tma_config, tma_problem
+from .v14_wgmma_tma import zero_product
+from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, CUDA_SWAP_CANDIDATES, Tile, config_reads
+from .v15_warp_specialized import few_tiles, swap_offered, swappable, tma_config
+from .v15_warp_specialized import prepare_cuda as prepare_v15_cuda
+from .v15_warp_specialized import prepare_triton as prepare_v15_triton
 
 FP8 = torch.float8_e4m3fn
 LAYOUTS = ("nt",)  # both operands K-major: fp8 wgmma has no transpose bits
-KERNELS = CudaSource(__name__, [t.kernel(FP8, "nt") for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES],
+KERNELS = CudaSource(__name__, [t.kernel(FP8, t.kernel_layout("nt"))
+                                for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_SWAP_CANDIDATES],
                      arch="sm_90a")
 
 
@@ -70,21 +74,38 @@ def fp8_boxes(a_t: bool, b_t: bool) -> tuple[tuple[int, int], tuple[int, int]]:
 # ---- CUDA C launcher: v15's candidates on the fp8 kernels ------------------------------------------------
 
 
+def refuse_swapped_rowwise(candidates, scales, swapped) -> None:
+    """A swapped kernel reads one scale per tensor: per-row scales would land on the wrong rows of Cᵀ."""
+    if scales is not None and rowwise(scales) and any(swapped(cand) for cand in candidates):
+        raise ValueError("v19's swapped tiles (Cᵀ = Bᵀ·Aᵀ) take one scale per tensor, not per row and column")
+
+
 def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, scales=None):
-    """(refresh, {tile: launch}) for these candidates on one problem's tensor maps, scaling by `scales`."""
-    problem, refresh = tma_problem(a, b, c, boxes=fp8_boxes)
-    return refresh, launch_candidates(problem, c, tiles, KERNELS, scales=scales)
+    """(refresh, {tile: launch}) for these candidates on one problem's tensor maps (the swapped ones on Cᵀ's),
+    scaling by `scales`."""
+    refuse_swapped_rowwise(tiles, scales, lambda tile: tile.SWAP_AB)
+    return prepare_v15_cuda(a, b, c, tiles, source=KERNELS, boxes=fp8_boxes, scales=scales)
 
 
-CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES, prepare_cuda,
-                     tile=lambda tile: (tile.BM, tile.BN))
+CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_SWAP_CANDIDATES, prepare_cuda,
+                     tile=lambda tile: (tile.BM, tile.BN), reads=Tile.reads)
+
+
+def swapped_candidates(candidates, a, scales, narrowest: int = 8) -> tuple:
+    """Those of v15's swapped candidates (Cᵀ = Bᵀ·Aᵀ) that hold A's few rows (swap_offered), where the scales are
+    one per tensor (they read the same for Cᵀ)."""
+    if rowwise(scales) or not swappable(a):
+        return ()
+    return tuple(cand for cand in candidates
+                 if swap_offered(a.shape[-2], cand.BN if isinstance(cand, Tile) else cand.kwargs["BLOCK_N"], narrowest))
 
 
 def fp8_cuda(a, b, c, scales):
     if a.shape[-1] == 0:
         return zero_product(c)
     split = few_tiles(a.shape[-2], b.shape[-1], c.shape[0] if c.dim() == 3 else 1, a.device)
-    return CUDA_SEARCH.tuned(a, b, c, CUDA_SEARCH.candidates if split else CUDA_CANDIDATES, scales=scales)
+    return CUDA_SEARCH.tuned(a, b, c, (CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES if split else CUDA_CANDIDATES)
+                             + swapped_candidates(CUDA_SWAP_CANDIDATES, a, scales), scales=scales)
 
 
 # ---- Triton: v14's persistent kernel on fp8 operands, SCALES ---------------------------------------------
@@ -103,34 +124,32 @@ SPLIT_K_CONFIGS = (  # v15's split-K kernel, scaled: products of fewer tiles tha
     tma_config(64, 128, 128, 4, 6, SPLIT_K=4),
     tma_config(64, 128, 128, 4, 4, SPLIT_K=2),
 )
+SWAP_CONFIGS = (  # the same kernel on Cᵀ = Bᵀ·Aᵀ, as v15's: 64 columns of C by BLOCK_N of its few rows (decode)
+    tma_config(64, 16, 128, 4, 6, SPLIT_K=2, SWAP_AB=True),
+    tma_config(64, 16, 128, 4, 6, SPLIT_K=4, SWAP_AB=True),
+    tma_config(64, 32, 128, 4, 6, SPLIT_K=2, SWAP_AB=True),
+    tma_config(128, 16, 128, 4, 6, SPLIT_K=1, SWAP_AB=True),  # N of tens of thousands: enough programs unsplit
+)
 
 
 def prepare_triton(a, b, c, configs, scales=None):
-    """(refresh, {config: launch}): the persistent kernel's configs and the split-K ones, scaling by `scales`."""
-    M, K = a.shape[-2:]
-    a_t, b_t, layout, refresh = tma_views(a, b)
+    """(refresh, {config: launch}): v15's, the persistent kernel's configs, the split-K ones and the swapped ones,
+    every launch scaling by `scales`."""
+    refuse_swapped_rowwise(configs, scales, lambda config: config.kwargs.get("SWAP_AB"))
     scaled = {"scales_ptr": scales, "SCALES": "rowwise" if rowwise(scales) else "tensor"}
-    launches = {}
-    for config in configs:
-        if "SPLIT_K" in config.kwargs:
-            launches[config] = bind_split_k(a_t, b_t, c, M, b.shape[-1], K, layout, config, **scaled)
-        else:
-            launches[config] = bind_tma_persistent(a_t, b_t, c, M, b.shape[-1], K, **config.kwargs, **layout,
-                                                   kernel=tma_persistent_kernel,
-                                                   **c_descriptor(c, config), **scaled, num_warps=config.num_warps,
-                                                   num_stages=config.num_stages)
-    return refresh, launches
+    return prepare_v15_triton(a, b, c, configs, flags=scaled)
 
 
-TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS, prepare_triton, tile=block_of,
-                       describe=describe_config)
+TRITON_SEARCH = Search(__name__, "triton", TRITON_CONFIGS + SPLIT_K_CONFIGS + SWAP_CONFIGS, prepare_triton,
+                       tile=block_of, describe=describe_config, reads=config_reads)
 
 
 def fp8_triton(a, b, c, scales):
     if a.shape[-1] == 0:
         return zero_product(c)
     split = few_tiles(a.shape[-2], b.shape[-1], c.shape[0] if c.dim() == 3 else 1, a.device)
-    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ()), scales=scales)
+    return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ())
+                               + swapped_candidates(SWAP_CONFIGS, a, scales, narrowest=16), scales=scales)
 
 
 VARIANT = Variant(

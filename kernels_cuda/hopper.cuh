@@ -297,20 +297,30 @@ __device__ __forceinline__ void wgmma_m64nk16(float (&d)[R], u64 a, u64 b, int a
                      "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " A ", " B ", acc, 1, 1;\n}\n" \
                      : ACC : "l"(a), "l"(b), "r"(accumulate));                                                  \
     }
+TVC_WGMMA_E4M3(8, 4, TVC_REGS4, TVC_ACC4(0), "%4", "%5", "%6")
+TVC_WGMMA_E4M3(16, 8, TVC_REGS8, TVC_ACC8(0), "%8", "%9", "%10")
+TVC_WGMMA_E4M3(32, 16, TVC_REGS16, TVC_ACC16, "%16", "%17", "%18")
 TVC_WGMMA_E4M3(64, 32, TVC_REGS32, TVC_ACC32, "%32", "%33", "%34")
 TVC_WGMMA_E4M3(128, 64, TVC_REGS64, TVC_ACC64, "%64", "%65", "%66")
 TVC_WGMMA_E4M3(256, 128, TVC_REGS128, TVC_ACC128, "%128", "%129", "%130")
 
-// Any of the three, by the accumulator count: 128 registers are m64n256k32, 64 m64n128k32, 32 m64n64k32.
+// Any of them, by the accumulator count R = N / 2: 128 registers are m64n256k32, ... 4 m64n8k32 (the narrow ones:
+// swapped products of a few rows).
 template <int R>
 __device__ __forceinline__ void wgmma_m64nk32_e4m3(float (&d)[R], u64 a, u64 b, int accumulate) {
-    static_assert(R == 128 || R == 64 || R == 32, "m64n256k32, m64n128k32 or m64n64k32");
+    static_assert(R == 128 || R == 64 || R == 32 || R == 16 || R == 8 || R == 4, "m64nNk32, N = 8 · 2^i up to 256");
     if constexpr (R == 128) {
         wgmma_m64n256k32_e4m3(d, a, b, accumulate);
     } else if constexpr (R == 64) {
         wgmma_m64n128k32_e4m3(d, a, b, accumulate);
-    } else {
+    } else if constexpr (R == 32) {
         wgmma_m64n64k32_e4m3(d, a, b, accumulate);
+    } else if constexpr (R == 16) {
+        wgmma_m64n32k32_e4m3(d, a, b, accumulate);
+    } else if constexpr (R == 8) {
+        wgmma_m64n16k32_e4m3(d, a, b, accumulate);
+    } else {
+        wgmma_m64n8k32_e4m3(d, a, b, accumulate);
     }
 }
 

@@ -82,7 +82,8 @@
 //     run along wgmma's 64 rows, and A's few rows along its N, as narrow as 8 (BN = 8, 16 or 32, one box of
 //     BN rows of the K-major A). The consumer writes its block back transposed (store_transposed_*), into C
 //     itself, after v17's epilogue, whose bias then runs along the block's rows (apply_epilogue_transposed).
-//     This swapped A' must be K-major: A row-major, C = A·B or A·Bᵀ.
+//     This swapped A' must be K-major: A row-major, C = A·B or A·Bᵀ. fp8 (v19, nt) swaps with one scale per
+//     tensor, which is the same for Cᵀ.
 #include "hopper.cuh"
 
 constexpr int V15_E4M3 = 2;  // INPUT: fp8 operands (0: fp16, 1: bf16)
@@ -222,11 +223,16 @@ __device__ __forceinline__ void apply_epilogue_transposed(float (&d)[R], const u
 // warp needs every one of the block's 2·R columns: lane l loads columns l, l + 32, ... (coalesced, all in flight)
 // and each thread takes its two of each 8 from the lane that holds them, so only 2·R / 32 registers hold them.
 template <int R>
+__device__ __forceinline__ void apply_scales(float (&d)[R], float scale) {
+#pragma unroll
+    for (int i = 0; i < R; ++i) d[i] *= scale;
+}
+
+template <int R>
 __device__ __forceinline__ void apply_scales(float (&d)[R], float scale, const float* __restrict__ rows, int M,
                                              int N, int row0, int col0) {
     if (rows == nullptr) {
-#pragma unroll
-        for (int i = 0; i < R; ++i) d[i] *= scale;
+        apply_scales(d, scale);
         return;
     }
     constexpr int LOADS = 2 * R / 32;
@@ -464,8 +470,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
     static_assert(BM == 128 || CONSUMERS_N == 2 || BN <= 128, "two CTAs per SM leave 128 registers a thread");
     static_assert(SPLIT_K >= 1 && (SPLIT_K == 1 || !STREAM_K), "a tile is cut by stream-K or split-K, not both");
     static_assert(INPUT != V15_E4M3 || (!A_T && B_T), "fp8 wgmma reads both operands K-major: nt only");
-    static_assert(!SWAP_AB || (B_T && CONSUMERS_N == 1 && INPUT != V15_E4M3),
-                  "a swapped product reads a K-major A' (one box of BN rows) and stores Cᵀ with no scales");
+    static_assert(!SWAP_AB || (B_T && CONSUMERS_N == 1),
+                  "a swapped product reads a K-major A' (one box of BN rows) and stores Cᵀ");
     constexpr bool FP8 = INPUT == V15_E4M3;
     constexpr int IS_BF16 = INPUT != 0;  // C's type: fp16 for fp16, bf16 for bf16 and fp8
     constexpr int BK = FP8 ? 128 : 64, K_STEPS = V15_ROW_BYTES / 32, CONSUMERS = BM / 64 * CONSUMERS_N;
@@ -639,7 +645,11 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
             // ---- 4. the epilogue in registers (fp8's scales; v17's bias and activation; none here), then write
             //         back, while the producer already fills the ring with the next tile ----
             const int row0 = groups.first_row() + tile_m * BM + rows_of * 64, col0 = tile_n * BN + cols_of * WBN;
-            if constexpr (FP8) apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, col0);
+            if constexpr (FP8 && SWAP_AB) {  // one scale per tensor: the launcher offers no swapped tile for rows'
+                apply_scales(d, scale);
+            } else if constexpr (FP8) {
+                apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, col0);
+            }
             if constexpr (SWAP_AB) {
                 apply_epilogue_transposed<Epilogue, IS_BF16>(d, bias, M, row0);
             } else {
