@@ -17,6 +17,11 @@ With --rung 11, the same for fp32 (TF32 off): v11's candidates, and tiles given 
 
     python scripts/small_probe.py --rung 11 --sizes 1000x1100x1028 --cuda "80,128,8,80,32,4,8"
 
+With --rung 19, v19's fp8 candidates (nt, per-tensor scales) against torch._scaled_mm; --swapped no or only
+leaves out the swapped ones (Cᵀ = Bᵀ·Aᵀ) or times them alone:
+
+    python scripts/small_probe.py --rung 19 --swapped no --sizes 16x4096x4096
+
 With --pad-copies, the copy that pads a B of each --sizes shape (K×N) to a 128-byte row pitch, torch's
 strided copy against v14's copy_rows kernel, each timed with events:
 
@@ -42,7 +47,9 @@ from triton.testing import do_bench, do_bench_cudagraph  # noqa: E402
 from implementations import v11_autotuned as v11  # noqa: E402
 from implementations import v14_wgmma_tma as v14  # noqa: E402
 from implementations import v15_warp_specialized as v15  # noqa: E402
-from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs  # noqa: E402
+from implementations import v19_fp8 as v19  # noqa: E402
+from implementations.core.bench import scaled_mm_prepare  # noqa: E402
+from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs, make_scales  # noqa: E402
 from implementations.core.env import set_cublas_math  # noqa: E402
 from implementations.core.tasks import parse_sizes  # noqa: E402
 from implementations.tools.profile import RANGE, launch_range  # noqa: E402
@@ -81,12 +88,15 @@ def profiled(label, call):
 
 def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dtype="bf16", layout="nn"):
     """Time (each of `timers`) and check every run `prepare(a, b, c)` binds, print the fastest twelve by the
-    first timer, keep all in `out`; with --profile, run each once for Nsight Compute instead of timing it."""
+    first timer, keep all in `out`; with --profile, run each once for Nsight Compute instead of timing it. fp8:
+    `prepare(a, b, c, scales=...)` with per-tensor scales, C in bf16, against torch._scaled_mm."""
     precision = PRECISIONS[dtype]
     timers = () if PROFILE else timers
     a, b = make_inputs(*shape, precision, "cuda", 1, layout=layout, batch=batch)
-    c = torch.empty(*a.shape[:-1], shape[1], device="cuda", dtype=a.dtype)
-    refresh, runs = prepare(a, b, c)
+    scales = make_scales(precision, "cuda", 1, shape[0], shape[1])
+    c = torch.empty(*a.shape[:-1], shape[1], device="cuda", dtype=torch.bfloat16 if scales is not None else a.dtype)
+    refresh, runs = prepare(a, b, c) if scales is None else prepare(a, b, c, scales=scales)
+    baseline = (lambda: torch.matmul(a, b)) if scales is None else scaled_mm_prepare(a, b, "none", scales).run
     results = {}
     for cand, run in runs.items():
         def call(run=run):
@@ -94,16 +104,16 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dt
             run()
         try:
             call()
-            right = check(c, a, b, precision).ok
+            right = check(c, a, b, precision, scales=scales).ok
             if PROFILE:
                 profiled(f"{label} {shape} {cand} {'ok' if right else 'WRONG'}", call)
             results[str(cand)] = ([timer(call) for _, timer in timers], right)
         except Exception as exc:  # a configuration that does not fit (shared memory) is reported, not fatal
             results[str(cand)] = (None, str(exc).splitlines()[0][:100])
-    cublas = [timer(lambda: torch.matmul(a, b)) for _, timer in timers]
+    cublas = [timer(baseline) for _, timer in timers]
     if PROFILE:
-        torch.matmul(a, b)
-        profiled(f"cublas {shape}", lambda: torch.matmul(a, b))
+        baseline()
+        profiled(f"cublas {shape}", baseline)
         return
     names = " / ".join(name for name, _ in timers)
     print(f"== {label} {f'{batch}×' if batch else ''}{shape}: cuBLAS {names} "
@@ -188,6 +198,26 @@ def probe_pad_copies(args, out):
         out[f"pad copy {K}x{N}"] = times
 
 
+def probe_sizes_fp8(args, out):
+    """--rung 19 --sizes: v19's candidates in both languages, the swapped ones among them for a few rows, nt, with
+    per-tensor scales; --swapped no/only leaves the swapped ones out or takes only them."""
+    cuda = v19.CUDA_CANDIDATES + v19.CUDA_SPLIT_CANDIDATES + v19.CUDA_SWAP_CANDIDATES
+    triton = v19.TRITON_CONFIGS + v19.SPLIT_K_CONFIGS + v19.SWAP_CONFIGS
+    timers = (("events", events_us), ("graph", graph_us))
+    for shape in args.sizes:
+        for label, prepare, candidates in (("cuda", v19.prepare_cuda, cuda), ("triton", v19.prepare_triton, triton)):
+            def bind(a, b, c, scales, prepare=prepare, candidates=candidates):
+                return prepare(a, b, c, [cand for cand in candidates if kept(cand, args.swapped)],
+                               scales=scales)
+            probe(f"{label} swapped {args.swapped}", shape, bind, out, args.batch, timers, dtype="fp8", layout="nt")
+
+
+def kept(candidate, swapped: str) -> bool:
+    """--swapped: every candidate ("all"), none of the swapped ones ("no"), or only those ("only")."""
+    is_swapped = bool(candidate.SWAP_AB if isinstance(candidate, v15.Tile) else candidate.kwargs.get("SWAP_AB"))
+    return swapped == "all" or is_swapped == (swapped == "only")
+
+
 def probe_split_k_and_promotion(out):
     """Without --sizes: split-K's configs at the few-tile shapes, L2 promotion at the large ones."""
     configs = v15.TRITON_CONFIGS + tuple(split_k_configs())
@@ -205,8 +235,10 @@ def main() -> int:
     p.add_argument("--json", type=Path, help="write every time and check here")
     p.add_argument("--sizes", type=parse_sizes, help="probe these shapes instead (N or MxNxK, comma-separated)")
     p.add_argument("--batch", type=int, default=0, help="with --sizes: a batch of this many products")
-    p.add_argument("--rung", type=int, choices=(11, 15), default=15,
-                   help="with --sizes: v15 in bf16 (default) or v11 in fp32, TF32 off")
+    p.add_argument("--rung", type=int, choices=(11, 15, 19), default=15,
+                   help="with --sizes: v15 in bf16 (default), v11 in fp32 (TF32 off) or v19 in fp8 (nt)")
+    p.add_argument("--swapped", choices=("all", "no", "only"), default="all",
+                   help="with --rung 19: every candidate, none of the swapped ones, or only those")
     p.add_argument("--layout", choices=LAYOUTS, default="nn",
                    help="with --rung 11: the operands' layout, each read in place (v11's CUDA C nt kernel too)")
     p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, space-separated, each "
@@ -240,7 +272,7 @@ def main() -> int:
     if args.sizes and args.pad_copies:
         probe_pad_copies(args, out)
     elif args.sizes:
-        (probe_sizes_fp32 if args.rung == 11 else probe_sizes)(args, out)
+        {11: probe_sizes_fp32, 15: probe_sizes, 19: probe_sizes_fp8}[args.rung](args, out)
     else:
         probe_split_k_and_promotion(out)
     if args.json:
