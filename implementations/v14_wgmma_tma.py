@@ -209,15 +209,18 @@ def operand_box(desc, product, row, col, ROWS: tl.constexpr, COLS: tl.constexpr,
 
 
 @triton.jit
-def apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES: tl.constexpr):
+def apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES: tl.constexpr, SWAPPED: tl.constexpr):
     """fp8's scales (v19) on a block of fp32 sums at rows offs_m and columns offs_n: × s_A·s_B (SCALES "tensor":
-    scales = (s_A, s_B)), or × s_A[row]·s_B[column] ("rowwise": s_A's M values, then s_B's N); none ("")."""
+    scales = (s_A, s_B)), or × s_A[row]·s_B[column] ("rowwise": s_A's M values, then s_B's N); none (""). SWAPPED:
+    the block is of Cᵀ (v15's swapped products), whose rows are C's columns: s_B's, after s_A's N values."""
     if SCALES == "tensor":
         acc *= tl.load(scales_ptr) * tl.load(scales_ptr + 1)
     if SCALES == "rowwise":
-        s_a = tl.load(scales_ptr + offs_m, mask=offs_m < M, other=0.0)
-        s_b = tl.load(scales_ptr + M + offs_n, mask=offs_n < N, other=0.0)
-        acc *= s_a[:, None] * s_b[None, :]
+        rows_ptr = scales_ptr + N if SWAPPED else scales_ptr
+        columns_ptr = scales_ptr if SWAPPED else scales_ptr + M
+        s_rows = tl.load(rows_ptr + offs_m, mask=offs_m < M, other=0.0)
+        s_columns = tl.load(columns_ptr + offs_n, mask=offs_n < N, other=0.0)
+        acc *= s_rows[:, None] * s_columns[None, :]
     return acc
 
 
@@ -271,7 +274,7 @@ def tma_persistent_kernel(
         #         16-byte aligned) ----
         offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
         offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-        acc = apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES)
+        acc = apply_scales(acc, scales_ptr, offs_m, offs_n, M, N, SCALES, False)
         acc = apply_epilogue(acc, bias_ptr, offs_m, offs_n, M, N, BIAS, ACTIVATION, False)
         out = acc.to(c_ptr.dtype.element_ty)
         if C_BY_TMA:

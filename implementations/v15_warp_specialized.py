@@ -513,7 +513,7 @@ def split_k_kernel(
         total = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for s in tl.static_range(SPLIT_K):
             total += tl.load(first + s * slice_size, mask=inside, other=0.0, cache_modifier=".cg")
-        total = apply_scales(total, scales_ptr, offs_m, offs_n, M, N, SCALES)
+        total = apply_scales(total, scales_ptr, offs_m, offs_n, M, N, SCALES, SWAPPED)
         total = apply_epilogue(total, bias_ptr, offs_m, offs_n, M, N, BIAS, ACTIVATION, SWAPPED)
         c_ptrs = c_ptr + product.to(tl.int64) * stride_cb + offs_m[:, None] * stride_cm + offs_n[None, :] * stride_cn
         tl.store(c_ptrs, total.to(c_ptr.dtype.element_ty), mask=inside)

@@ -40,7 +40,7 @@ few k-steps (DeepGEMM does) would cost registers and adds: not done.
 
 Constraints: e4m3 operands; fp32 scales as one tensor, (s_A, s_B) or (fp8-rowwise, single products only)
 s_A's M values then s_B's N; C bf16; nt in place, other layouts copied; batches in one launch (per-tensor
-scales); swapped tiles for at most 32 rows with per-tensor scales; no epilogue. sm_90a.
+scales); swapped tiles (Cᵀ) for at most 32 rows; no epilogue. sm_90a.
 
 What it should reach: twice bf16's speed where the tensor cores bound it, and at least cuBLASLt's fp8
 GEMM (torch._scaled_mm) on the same inputs. Its story: docs/notes/v19.md.
@@ -74,16 +74,9 @@ def fp8_boxes(a_t: bool, b_t: bool) -> tuple[tuple[int, int], tuple[int, int]]:
 # ---- CUDA C launcher: v15's candidates on the fp8 kernels ------------------------------------------------
 
 
-def refuse_swapped_rowwise(candidates, scales, swapped) -> None:
-    """A swapped kernel reads one scale per tensor: per-row scales would land on the wrong rows of Cᵀ."""
-    if scales is not None and rowwise(scales) and any(swapped(cand) for cand in candidates):
-        raise ValueError("v19's swapped tiles (Cᵀ = Bᵀ·Aᵀ) take one scale per tensor, not per row and column")
-
-
 def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, scales=None):
     """(refresh, {tile: launch}) for these candidates on one problem's tensor maps (the swapped ones on Cᵀ's),
     scaling by `scales`."""
-    refuse_swapped_rowwise(tiles, scales, lambda tile: tile.SWAP_AB)
     return prepare_v15_cuda(a, b, c, tiles, source=KERNELS, boxes=fp8_boxes, scales=scales)
 
 
@@ -91,10 +84,9 @@ CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES +
                      tile=lambda tile: (tile.BM, tile.BN), reads=Tile.reads)
 
 
-def swapped_candidates(candidates, a, scales, narrowest: int = 8) -> tuple:
-    """Those of v15's swapped candidates (Cᵀ = Bᵀ·Aᵀ) that hold A's few rows (swap_offered), where the scales are
-    one per tensor (they read the same for Cᵀ)."""
-    if rowwise(scales) or not swappable(a):
+def swapped_candidates(candidates, a, narrowest: int = 8) -> tuple:
+    """Those of v15's swapped candidates (Cᵀ = Bᵀ·Aᵀ) that hold A's few rows (swap_offered)."""
+    if not swappable(a):
         return ()
     return tuple(cand for cand in candidates
                  if swap_offered(a.shape[-2], cand.BN if isinstance(cand, Tile) else cand.kwargs["BLOCK_N"], narrowest))
@@ -105,7 +97,7 @@ def fp8_cuda(a, b, c, scales):
         return zero_product(c)
     split = few_tiles(a.shape[-2], b.shape[-1], c.shape[0] if c.dim() == 3 else 1, a.device)
     return CUDA_SEARCH.tuned(a, b, c, (CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES if split else CUDA_CANDIDATES)
-                             + swapped_candidates(CUDA_SWAP_CANDIDATES, a, scales), scales=scales)
+                             + swapped_candidates(CUDA_SWAP_CANDIDATES, a), scales=scales)
 
 
 # ---- Triton: v14's persistent kernel on fp8 operands, SCALES ---------------------------------------------
@@ -135,7 +127,6 @@ SWAP_CONFIGS = (  # the same kernel on Cᵀ = Bᵀ·Aᵀ, as v15's: 64 columns o
 def prepare_triton(a, b, c, configs, scales=None):
     """(refresh, {config: launch}): v15's, the persistent kernel's configs, the split-K ones and the swapped ones,
     every launch scaling by `scales`."""
-    refuse_swapped_rowwise(configs, scales, lambda config: config.kwargs.get("SWAP_AB"))
     scaled = {"scales_ptr": scales, "SCALES": "rowwise" if rowwise(scales) else "tensor"}
     return prepare_v15_triton(a, b, c, configs, flags=scaled)
 
@@ -149,7 +140,7 @@ def fp8_triton(a, b, c, scales):
         return zero_product(c)
     split = few_tiles(a.shape[-2], b.shape[-1], c.shape[0] if c.dim() == 3 else 1, a.device)
     return TRITON_SEARCH.tuned(a, b, c, TRITON_CONFIGS + (SPLIT_K_CONFIGS if split else ())
-                               + swapped_candidates(SWAP_CONFIGS, a, scales, narrowest=16), scales=scales)
+                               + swapped_candidates(SWAP_CONFIGS, a, narrowest=16), scales=scales)
 
 
 VARIANT = Variant(

@@ -82,8 +82,8 @@
 //     run along wgmma's 64 rows, and A's few rows along its N, as narrow as 8 (BN = 8, 16 or 32, one box of
 //     BN rows of the K-major A). The consumer writes its block back transposed (store_transposed_*), into C
 //     itself, after v17's epilogue, whose bias then runs along the block's rows (apply_epilogue_transposed).
-//     This swapped A' must be K-major: A row-major, C = A·B or A·Bᵀ. fp8 (v19, nt) swaps with one scale per
-//     tensor, which is the same for Cᵀ.
+//     This swapped A' must be K-major: A row-major, C = A·B or A·Bᵀ. fp8 (v19, nt) swaps too, its per-row
+//     scales read across (apply_scales).
 #include "hopper.cuh"
 
 constexpr int V15_E4M3 = 2;  // INPUT: fp8 operands (0: fp16, 1: bf16)
@@ -218,10 +218,12 @@ __device__ __forceinline__ void apply_epilogue_transposed(float (&d)[R], const u
     for (int i = 0; i < R; ++i) d[i] = Epilogue::apply(d[i]);
 }
 
-// fp8's scales (v19): × s_A·s_B, read once per launch (`scale`), or, where `rows` is given (s_A's M values, then
-// s_B's N), × s_A of the thread's two rows times s_B of its columns (the fragment above), read once per tile. A
-// warp needs every one of the block's 2·R columns: lane l loads columns l, l + 32, ... (coalesced, all in flight)
-// and each thread takes its two of each 8 from the lane that holds them, so only 2·R / 32 registers hold them.
+// fp8's scales (v19): × s_A·s_B, read once per launch (`scale`), or, where `rows` is given (the block's rows'
+// scales, M of them, and its columns', N), × the thread's two rows' times its columns' (the fragment above), read
+// once per tile. Unswapped these are s_A and s_B, laid end to end; a swapped block is of Cᵀ, its rows C's columns,
+// so `rows` is s_B and `columns` s_A. A warp needs every one of the block's 2·R columns: lane l loads columns l,
+// l + 32, ... (coalesced, all in flight) and each thread takes its two of each 8 from the lane that holds them, so
+// only 2·R / 32 registers (one for the narrow swapped blocks) hold them.
 template <int R>
 __device__ __forceinline__ void apply_scales(float (&d)[R], float scale) {
 #pragma unroll
@@ -229,14 +231,13 @@ __device__ __forceinline__ void apply_scales(float (&d)[R], float scale) {
 }
 
 template <int R>
-__device__ __forceinline__ void apply_scales(float (&d)[R], float scale, const float* __restrict__ rows, int M,
-                                             int N, int row0, int col0) {
+__device__ __forceinline__ void apply_scales(float (&d)[R], float scale, const float* __restrict__ rows,
+                                             const float* __restrict__ columns, int M, int N, int row0, int col0) {
     if (rows == nullptr) {
         apply_scales(d, scale);
         return;
     }
-    constexpr int LOADS = 2 * R / 32;
-    const float* columns = rows + M;
+    constexpr int LOADS = (2 * R + 31) / 32;
     const int t = threadIdx.x % 128, lane = t % 32, row = row0 + 16 * (t / 32) + lane / 4, pair = 2 * (t % 4);
     float held[LOADS];
 #pragma unroll
@@ -645,10 +646,9 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
             // ---- 4. the epilogue in registers (fp8's scales; v17's bias and activation; none here), then write
             //         back, while the producer already fills the ring with the next tile ----
             const int row0 = groups.first_row() + tile_m * BM + rows_of * 64, col0 = tile_n * BN + cols_of * WBN;
-            if constexpr (FP8 && SWAP_AB) {  // one scale per tensor: the launcher offers no swapped tile for rows'
-                apply_scales(d, scale);
-            } else if constexpr (FP8) {
-                apply_scales(d, scale, rowwise ? scales : nullptr, M, N, row0, col0);
+            if constexpr (FP8) {  // per row: s_A's values then s_B's, C's M and N (swapped: this kernel's N and M)
+                const float* rows = rowwise ? (SWAP_AB ? scales + N : scales) : nullptr;
+                apply_scales(d, scale, rows, SWAP_AB ? scales : scales + M, M, N, row0, col0);
             }
             if constexpr (SWAP_AB) {
                 apply_epilogue_transposed<Epilogue, IS_BF16>(d, bias, M, row0);

@@ -126,8 +126,7 @@ def test_every_cuda_candidate_on_nt_and_batches(precision, batch):
         a, b = make_inputs(M, N, K, precision, "cuda", 31, layout="nt", batch=batch)
         scales = make_scales(precision, "cuda", 31, M, N)
         c = torch.empty((*((batch,) if batch else ()), M, N), device="cuda", dtype=torch.bfloat16)
-        tiles = [t for t in v19.CUDA_SEARCH.candidates if not (t.SWAP_AB and precision is ROWWISE)]
-        refresh, runs = v19.prepare_cuda(a, b, c, tiles, scales=scales)
+        refresh, runs = v19.prepare_cuda(a, b, c, v19.CUDA_SEARCH.candidates, scales=scales)
         for tile, run in runs.items():
             poison(c)
             refresh()
@@ -136,16 +135,18 @@ def test_every_cuda_candidate_on_nt_and_batches(precision, batch):
             assert outcome.ok, (tile, (M, N, K, batch), outcome.why())
 
 
-# a few rows (decode): 16 and 1 of them, ragged N and K (padded rows), a row of B, a batch sharing B
-SWAP_SHAPES = [(16, 200, 300, 0), (1, 130, 64, 0), (5, 1, 47, 0), (9, 70, 256, 3)]
+# a few rows (decode): 16 and 1 of them, ragged N and K (padded rows), a row of B, a batch sharing B (per-tensor
+# scales: per-row ones scale single products)
+SWAP_CASES = [(FP8, 16, 200, 300, 0), (FP8, 1, 130, 64, 0), (FP8, 5, 1, 47, 0), (FP8, 9, 70, 256, 3),
+              (ROWWISE, 16, 200, 300, 0), (ROWWISE, 3, 70, 47, 0), (ROWWISE, 32, 65, 128, 0)]
 
 
-def check_swapped(prepare, candidates, M, N, K, batch, device):
-    """Every one of `candidates` (swapped) on M×N×K fp8 nt products, per-tensor scales, into a NaN-poisoned C."""
-    a, b = make_inputs(M, N, K, FP8, device, 7, layout="nt", batch=batch)
+def check_swapped(prepare, candidates, precision, M, N, K, batch, device):
+    """Every one of `candidates` (swapped) on M×N×K fp8 nt products, into a NaN-poisoned C."""
+    a, b = make_inputs(M, N, K, precision, device, 7, layout="nt", batch=batch)
     if batch:
         b = b[0]  # one B (a weight) for every product
-    scales = make_scales(FP8, device, 7, M, N)
+    scales = make_scales(precision, device, 7, M, N)
     c = torch.empty((*((batch,) if batch else ()), M, N), device=device, dtype=torch.bfloat16)
     refresh, runs = prepare(a, b, c, candidates, scales=scales)
     assert len(runs) == len(candidates)
@@ -154,39 +155,33 @@ def check_swapped(prepare, candidates, M, N, K, batch, device):
             poison(c)
             refresh()
             run()
-            outcome = check(c, a, b, FP8, scales=scales)
+            outcome = check(c, a, b, precision, scales=scales)
             assert outcome.ok, (cand, (M, N, K, batch), outcome.why())
 
 
-@pytest.mark.parametrize("M, N, K, batch", SWAP_SHAPES, ids=param_id)
-def test_triton_swapped_configs_compute_the_scaled_product(M, N, K, batch, device):
-    """Cᵀ = Bᵀ·Aᵀ with s_A·s_B: the scale of a tensor is the same for the transposed product."""
-    skip_unless_runnable(V19, "triton", "fp8", device)
-    check_swapped(v19.prepare_triton, v19.SWAP_CONFIGS, M, N, K, batch, device)
+@pytest.mark.parametrize("precision, M, N, K, batch", SWAP_CASES, ids=param_id)
+def test_triton_swapped_configs_compute_the_scaled_product(precision, M, N, K, batch, device):
+    """Cᵀ = Bᵀ·Aᵀ: one scale per tensor is the same for it; per row of A and column of B, read across."""
+    skip_unless_runnable(V19, "triton", precision.name, device)
+    check_swapped(v19.prepare_triton, v19.SWAP_CONFIGS, precision, M, N, K, batch, device)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("M, N, K, batch", SWAP_SHAPES, ids=param_id)
-def test_every_swapped_cuda_tile_computes_the_scaled_product(M, N, K, batch):
-    if gpu_skip_reason(V19, "cuda", "fp8"):
-        pytest.skip(gpu_skip_reason(V19, "cuda", "fp8"))
-    check_swapped(v19.prepare_cuda, v19.CUDA_SWAP_CANDIDATES, M, N, K, batch, "cuda")
+@pytest.mark.parametrize("precision, M, N, K, batch", SWAP_CASES, ids=param_id)
+def test_every_swapped_cuda_tile_computes_the_scaled_product(precision, M, N, K, batch):
+    if gpu_skip_reason(V19, "cuda", precision.name):
+        pytest.skip(gpu_skip_reason(V19, "cuda", precision.name))
+    check_swapped(v19.prepare_cuda, v19.CUDA_SWAP_CANDIDATES, precision, M, N, K, batch, "cuda")
 
 
-def test_swapped_candidates_are_offered_for_a_few_rows_with_per_tensor_scales(device):
+def test_swapped_candidates_are_offered_for_a_few_rows_of_a_row_major_a(device):
     a, _ = make_inputs(16, 64, 128, FP8, device, 1, layout="nt")
-    tensor, rows = make_scales(FP8, device, 1, 16, 64), make_scales(ROWWISE, device, 1, 16, 64)
-    offered = v19.swapped_candidates(v19.CUDA_SWAP_CANDIDATES, a, tensor)
+    offered = v19.swapped_candidates(v19.CUDA_SWAP_CANDIDATES, a)
     assert offered and all(t.BN in (16, 32) for t in offered)
-    assert v19.swapped_candidates(v19.SWAP_CONFIGS, a, tensor, narrowest=16)
-    assert v19.swapped_candidates(v19.CUDA_SWAP_CANDIDATES, a, rows) == ()
+    assert all(config.kwargs["BLOCK_N"] in (16, 32) for config in v19.swapped_candidates(v19.SWAP_CONFIGS, a, 16))
     big, _ = make_inputs(64, 64, 128, FP8, device, 1, layout="nt")
-    assert v19.swapped_candidates(v19.CUDA_SWAP_CANDIDATES, big, tensor) == ()
-    c = torch.empty(16, 64, device=device, dtype=torch.bfloat16)
-    b = make_inputs(16, 64, 128, FP8, device, 1, layout="nt")[1]
-    for prepare, candidates in ((v19.prepare_cuda, v19.CUDA_SWAP_CANDIDATES), (v19.prepare_triton, v19.SWAP_CONFIGS)):
-        with pytest.raises(ValueError, match="one scale per tensor"):
-            prepare(a, b, c, candidates, scales=rows)
+    assert v19.swapped_candidates(v19.CUDA_SWAP_CANDIDATES, big) == ()
+    assert v19.swapped_candidates(v19.CUDA_SWAP_CANDIDATES, a.mT.contiguous().mT) == ()  # A' would be M-major
 
 
 @pytest.mark.gpu
