@@ -225,16 +225,11 @@ __device__ __forceinline__ void apply_epilogue_transposed(float (&d)[R], const u
 // l + 32, ... (coalesced, all in flight) and each thread takes its two of each 8 from the lane that holds them, so
 // only 2·R / 32 registers (one for the narrow swapped blocks) hold them.
 template <int R>
-__device__ __forceinline__ void apply_scales(float (&d)[R], float scale) {
-#pragma unroll
-    for (int i = 0; i < R; ++i) d[i] *= scale;
-}
-
-template <int R>
 __device__ __forceinline__ void apply_scales(float (&d)[R], float scale, const float* __restrict__ rows,
                                              const float* __restrict__ columns, int M, int N, int row0, int col0) {
     if (rows == nullptr) {
-        apply_scales(d, scale);
+#pragma unroll
+        for (int i = 0; i < R; ++i) d[i] *= scale;
         return;
     }
     constexpr int LOADS = (2 * R + 31) / 32;
