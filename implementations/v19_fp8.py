@@ -23,8 +23,8 @@ CUDA C and Triton side by side:
 | output | stmatrix of bf16 + TMA store | `acc.to(bf16)`, TMA stores |
 | accumulation | the tensor core's own (about 14 bits kept | the same: Triton's default on sm_90 |
 |  | per k32 step: "fast accumulation") | (`max_num_imprecise_acc` not set) |
-| search | v15's candidates, on fp8 kernels | its configs, BLOCK_K = 128; v15's split-K kernel |
-| few rows | v15's swapped tiles, Cᵀ = Bᵀ·Aᵀ (m64n8k32...) | v15's swapped split-K configs |
+| search | v15's candidates, on fp8 kernels | its configs, BLOCK_K = 128; v15's `split_k_kernel` |
+| few rows | v15's swapped tiles, Cᵀ = Bᵀ·Aᵀ (m64n8k32...) | v15's swapped `split_k_kernel` configs |
 
 What Triton does for you: the fp8 dot is `tl.dot` on fp8 tensors, and the transposed view of the N×K
 box is K-major without a word; in CUDA C the kernel must know that fp8 wgmma has no transpose bits (a

@@ -49,16 +49,19 @@ def _defined_in(kernel) -> str:
 
 def triton_kernel_home(variant) -> str:
     """The module whose Triton kernel this rung launches: its own, or the earlier rung's it reuses
-    (a kernel it imports, else the rung whose launch helper it calls)."""
+    (a kernel it imports, else the latest rung whose launch helpers it calls)."""
     module = sys.modules[variant.module]
     kernels = {_defined_in(obj) for obj in vars(module).values() if isinstance(obj, KernelInterface)}
     if module.__name__ in kernels:
         return module.__name__
-    homes = kernels or {obj.__module__ for obj in vars(module).values()
-                        if callable(obj) and getattr(obj, "__module__", "").startswith("implementations.v")}
-    homes -= {module.__name__}
-    assert len(homes) == 1, f"{variant.stem} defines no Triton kernel and reuses {sorted(homes) or 'none'}"
-    return homes.pop()
+    if kernels:
+        assert len(kernels) == 1, f"{variant.stem} defines no Triton kernel and imports those of {sorted(kernels)}"
+        return kernels.pop()
+    # No kernel imported: the latest rung whose launch helpers it calls (which build on the earlier rungs')
+    homes = {obj.__module__ for obj in vars(module).values()
+             if callable(obj) and getattr(obj, "__module__", "").startswith("implementations.v")} - {module.__name__}
+    assert homes, f"{variant.stem} defines no Triton kernel and reuses none"
+    return max(homes)
 
 
 def gluon_sources(module) -> list[str]:
