@@ -165,6 +165,14 @@ def swap_offered(M: int, bn: int, narrowest: int = 8) -> bool:
     return M <= SWAP_ROWS and width <= bn <= 2 * width
 
 
+def swapped_candidates(candidates, a, narrowest: int = 8) -> tuple:
+    """Those of the swapped `candidates` (CUDA C tiles or Triton configs) that hold A's few rows (swap_offered)."""
+    if not swappable(a):
+        return ()
+    return tuple(cand for cand in candidates
+                 if swap_offered(a.shape[-2], cand.BN if isinstance(cand, Tile) else cand.kwargs["BLOCK_N"], narrowest))
+
+
 KERNELS = CudaSource(__name__, [t.kernel(d, t.kernel_layout(lay)) for d in IS_BF16 for lay in LAYOUTS
                                 for t in CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES
                                 + CUDA_SWAP_CANDIDATES if t.reads(lay)],
@@ -411,9 +419,8 @@ def cuda_candidates(a, b, c) -> tuple:
     (few_tiles) the narrow ones, split-K's and the unpaired tile; for a batch the unpaired tile too; and for
     at most SWAP_ROWS rows of a row-major A the swapped ones that hold them (swap_offered)."""
     products = c.shape[0] if c.dim() == 3 else 1
-    M = a.shape[-2]
-    swapped = tuple(t for t in CUDA_SWAP_CANDIDATES if swappable(a) and swap_offered(M, t.BN))
-    if few_tiles(M, b.shape[-1], products, a.device):
+    swapped = swapped_candidates(CUDA_SWAP_CANDIDATES, a)
+    if few_tiles(a.shape[-2], b.shape[-1], products, a.device):
         return narrow(CUDA_CANDIDATES, CUDA_SEARCH.tile) + CUDA_SPLIT_CANDIDATES + CUDA_UNPAIRED_CANDIDATES + swapped
     return CUDA_CANDIDATES + (CUDA_UNPAIRED_CANDIDATES if products > 1 else ()) + swapped
 
@@ -620,9 +627,7 @@ def triton_candidates(a, b, c) -> tuple:
     split = few_tiles(a.shape[-2], b.shape[-1], products, a.device)
     batch = 1 < products <= MAX_GRID[1]  # v11's kernel walks a batch along grid axis 1
     configs = narrow(TRITON_CONFIGS, block_of) + SPLIT_K_CONFIGS if split else TRITON_CONFIGS
-    M = a.shape[-2]
-    swapped = tuple(config for config in SWAP_CONFIGS  # tl.dot: N of 16 at least
-                    if swappable(a) and swap_offered(M, config.kwargs["BLOCK_N"], narrowest=16))
+    swapped = swapped_candidates(SWAP_CONFIGS, a, narrowest=16)  # tl.dot: N of 16 at least
     return (configs + (POINTER_CONFIGS if split or batch else ()) + (PITCH_CONFIGS if ragged_pitch(b) else ())
             + swapped)
 

@@ -55,7 +55,7 @@ from .core.search import Search
 from .core.triton_util import block_of, describe_config
 from .v14_wgmma_tma import zero_product
 from .v15_warp_specialized import CUDA_CANDIDATES, CUDA_SPLIT_CANDIDATES, CUDA_SWAP_CANDIDATES, Tile, config_reads
-from .v15_warp_specialized import few_tiles, swap_offered, swappable, tma_config
+from .v15_warp_specialized import few_tiles, swapped_candidates, tma_config
 from .v15_warp_specialized import prepare_cuda as prepare_v15_cuda
 from .v15_warp_specialized import prepare_triton as prepare_v15_triton
 
@@ -82,14 +82,6 @@ def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, scales=None):
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES + CUDA_SPLIT_CANDIDATES + CUDA_SWAP_CANDIDATES, prepare_cuda,
                      tile=lambda tile: (tile.BM, tile.BN), reads=Tile.reads)
-
-
-def swapped_candidates(candidates, a, narrowest: int = 8) -> tuple:
-    """Those of v15's swapped candidates (Cᵀ = Bᵀ·Aᵀ) that hold A's few rows (swap_offered)."""
-    if not swappable(a):
-        return ()
-    return tuple(cand for cand in candidates
-                 if swap_offered(a.shape[-2], cand.BN if isinstance(cand, Tile) else cand.kwargs["BLOCK_N"], narrowest))
 
 
 def fp8_cuda(a, b, c, scales):
