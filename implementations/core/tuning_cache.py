@@ -6,7 +6,7 @@ XDG_CACHE_HOME is unset). One entry per problem: the GPU (name, compute capabili
 dtype, layout, M, N, K, the operands' strides and 16-byte alignment (what the kernels are specialised on;
 the search builds it). The entry keeps the winner, every candidate's time (and the tied candidates' times
 in a CUDA graph, where those decided), when the search ran and how long it took, and the software it ran
-under (CUDA runtime and driver, torch, Triton, CuPy).
+under (CUDA runtime and driver, torch, Triton, CuPy, and a digest of the kernels' code).
 
 What is trusted: plain JSON values, nothing else. The file is parsed, never executed, imported or
 unpickled; the winner is a candidate's description, and an entry is taken only if the rung's current
@@ -26,6 +26,7 @@ import contextlib
 import dataclasses
 import fcntl
 import functools
+import hashlib
 import json
 import os
 import sys
@@ -53,11 +54,26 @@ def warn(message: str) -> None:
     print(f"tuning cache: {message}", file=sys.stderr)
 
 
+def kernel_code() -> str:
+    """A digest of the code the kernels are made of: the rungs' modules (their Triton kernels and launchers), the
+    shared Triton helpers and kernels_cuda/. An edited kernel, or a rung's changed candidates, makes every
+    earlier choice stale."""
+    from . import PACKAGE_DIR
+    from .cuda_c import KERNEL_DIR
+
+    files = sorted(PACKAGE_DIR.glob("v*.py")) + [PACKAGE_DIR / "core" / "triton_util.py"] + sorted(
+        f for f in KERNEL_DIR.iterdir() if f.suffix in (".cu", ".cuh"))
+    digest = hashlib.sha256()
+    for f in files:
+        digest.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
 @functools.cache
 def software() -> dict:
-    """What a search's outcome depends on besides the GPU and the problem: compilers, driver, libraries.
-    The driver is known by the CUDA version it supports, through CuPy: None where CuPy is absent (it
-    launches the CUDA C rungs only), as is CuPy's version."""
+    """What a search's outcome depends on besides the GPU and the problem: compilers, driver, libraries, and
+    the kernel code itself (kernel_code). The driver is known by the CUDA version it supports, through CuPy:
+    None where CuPy is absent (it launches the CUDA C rungs only), as is CuPy's version."""
     import triton
 
     try:
@@ -70,6 +86,7 @@ def software() -> dict:
         "torch": torch.__version__,
         "triton": triton.__version__,
         "cupy": cupy.__version__ if cupy else None,
+        "kernel code": kernel_code(),
     }
 
 

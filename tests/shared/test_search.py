@@ -224,11 +224,14 @@ def untrusted(kind: str, file, tmp_path):
         entry["best"] = "a"
     elif kind == "other software":
         entry["software"]["triton"] = "0.0"
+    elif kind == "other kernel code":
+        entry["software"]["kernel code"] = "0" * 16
     file.write_text(json.dumps(document))
 
 
 @pytest.mark.parametrize("kind", ["not JSON", "not UTF-8", "another schema", "entries not a list", "malformed entry",
-                                  "unknown candidate", "other candidates", "not the fastest", "other software"])
+                                  "unknown candidate", "other candidates", "not the fastest", "other software",
+                                  "other kernel code"])
 def test_an_entry_that_cannot_be_trusted_is_searched_again_with_one_warning(kind, timed, tmp_path, capsys):
     calls, timed_calls = timed
     fake_search(calls).tuned(*operands())()
