@@ -36,15 +36,15 @@ copies that tile through registers into a second, K-major buffer every k-step an
 a fraction of cuBLAS's speed. Which operand goes where is this rung's choice, in both languages.
 
 A trap on the CUDA side: wgmma reads a register operand *asynchronously*, until the wgmma.wait_group
-that retires it, but the compiler's liveness ends at the instruction. So each k-block waits for its
-own wgmmas (wait_group 0); the other consumer warpgroup's wgmmas keep the tensor cores busy meanwhile.
+that retires it. So each k8 step has its own fragment registers and its own group, two groups stay in
+flight, and a step's registers are loaded again only after the wait that retired their last reader.
 
 Constraints: tf32 on sm_90a. nn, nt, tt in place, tn with A copied in the timed call. Batches in one launch.
 
 What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS in every
 native layout, with an error a little above cuBLAS's (only the register operand is rounded; the other is
-left to the tensor core, which seems to truncate it). What limits it: the wait per k-block, scalar
-fragment loads (2-way bank conflicts from an M/N-major tile), no clusters.
+left to the tensor core, which seems to truncate it). What limits it: scalar fragment loads (2-way bank
+conflicts from an M/N-major tile) and their rounding in the consumers' issue slots, no clusters.
 
 Its story (measurements, what was tried): docs/notes/v16.md.
 """

@@ -23,6 +23,9 @@
 //   - Each consumer thread reads its R fragment from the swizzled tile with four scalar loads per k8
 //     step and rounds it (cvt.rna, as v13 and cuBLAS do); the S tile goes to wgmma straight from shared
 //     memory (the tensor core truncates it to tf32).
+//   - wgmma reads a register operand until the wait_group that retires it, so the four k8 steps of a
+//     k-block have four fragment sets and a group each; with two groups in flight, a set is loaded again
+//     (for the next k-block) only after the wait that retired its wgmma.
 //   - Boxes: a TMA box row is 32 floats (128 bytes, the swizzle's width): of k for a matrix stored with
 //     rows of K (64 rows per box; BS / 64 boxes make S, two make a K-major R), else of M or N (32 k rows
 //     per box; four make an M/N-major R). The maps do not depend on BS.
@@ -183,37 +186,45 @@ __global__ void __launch_bounds__(384, 1)
         float d[BS / 2] = {};
         const int t = threadIdx.x % 128;
         const int r = (warpgroup - 1) * 64 + 16 * (t / 32) + (t % 32) / 4, k = t % 4;  // this thread's R element
+        // R fragments, one set per k8 step of a k-block, rounded to tf32: set kk is loaded while the wgmmas of
+        // the two steps before it run, and stays untouched until the wait that retires its own wgmma.
+        unsigned frag[BK / 8][4];
+        auto load_frag = [&](int kk, const float* r_tile) {
+            frag[kk][0] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k, r)]);
+            frag[kk][1] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k, r + 8)]);
+            frag[kk][2] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k + 4, r)]);
+            frag[kk][3] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k + 4, r + 8)]);
+        };
         int it = 0;  // k-blocks consumed: slot it % STAGES, phase (it / STAGES) & 1
         for (int tile = blockIdx.x; tile < product_tiles * products; tile += gridDim.x) {
             int product, tile_m, tile_n;
             tile_of(tile, product, tile_m, tile_n);
+            mbar_wait(&full[it % STAGES], (it / STAGES) & 1);
+            load_frag(0, r_tiles + (it % STAGES) * (V16_R_BYTES / 4));
             for (int kb = 0; kb < k_tiles; ++kb, ++it) {
-                const int s = it % STAGES;
-                mbar_wait(&full[s], (it / STAGES) & 1);
-                // ---- 3. R fragments into registers (rounded to tf32), then multiply with S from shared memory ----
+                const int s = it % STAGES, next = (it + 1) % STAGES;
                 const float* r_tile = r_tiles + s * (V16_R_BYTES / 4);
-                unsigned frag[BK / 8][4];
-#pragma unroll
-                for (int kk = 0; kk < BK / 8; ++kk) {
-                    frag[kk][0] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k, r)]);
-                    frag[kk][1] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k, r + 8)]);
-                    frag[kk][2] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k + 4, r)]);
-                    frag[kk][3] = to_tf32(r_tile[r_offset<R_K_MAJOR>(8 * kk + k + 4, r + 8)]);
-                }
                 const unsigned char* s_tile = s_tiles + s * S_BYTES;
-                wgmma_fence();
+                // ---- 3. one wgmma per k8 step (R from registers, S from shared memory), each its own group; the
+                //         next step's fragments are read under the two groups in flight ----
 #pragma unroll
                 for (int kk = 0; kk < BK / 8; ++kk) {
+                    if (kk + 1 < BK / 8) {
+                        load_frag(kk + 1, r_tile);
+                    } else if (kb + 1 < k_tiles) {
+                        mbar_wait(&full[next], ((it + 1) / STAGES) & 1);
+                        load_frag(0, r_tiles + next * (V16_R_BYTES / 4));
+                    }
+                    wgmma_fence();
                     wgmma_m64nk8_tf32(d, frag[kk], smem_desc(s_tile + kk * 32, 16, 1024), kb > 0 || kk > 0);
+                    wgmma_commit();
+                    wgmma_wait<2>();
+                    // the previous k-block's last wgmma has just retired: its slot goes back to the producer
+                    if (kk == 1 && kb > 0 && t == 0) mbar_arrive(&empty[(it + STAGES - 1) % STAGES]);
                 }
-                wgmma_commit();
-                // Unlike v15, wait for this k-block's wgmmas before going on: they read `frag` from registers
-                // until they finish, and the compiler, which sees only the issue, would load the next k-block's
-                // fragments into the same registers. The other consumer warpgroup's wgmmas keep the tensor
-                // cores busy meanwhile.
-                wgmma_wait<0>();
-                if (t == 0) mbar_arrive(&empty[s]);
             }
+            wgmma_wait<0>();
+            if (t == 0) mbar_arrive(&empty[(it + STAGES - 1) % STAGES]);
             fence_accumulators(d);
             // ---- 4. write back its 64 R rows × BS: C's columns (Cᵀ, stored transposed) or rows (tt) ----
             const int row0 = tile_m * BM + (TRANSPOSED ? 0 : (warpgroup - 1) * 64);
