@@ -144,6 +144,7 @@ CUDA_UNPAIRED_CANDIDATES = (  # 128×128 tiles, no cluster: for one row of tiles
 )
 CUDA_SWAP_CANDIDATES = (  # Cᵀ = Bᵀ·Aᵀ: 64 columns of C by BN of its rows, for products of at most SWAP_ROWS rows
     Tile(8, 8, 1, 8, 0, 64, 2, 1, 1),  # up to 8 rows
+    Tile(8, 16, 1, 8, 0, 64, 1, 1, 1),  # the same unsplit, its ring twice as deep: one row, K of a few thousand
     Tile(16, 8, 1, 8, 0, 64, 2, 1, 1),  # decode: two slices of k per 64 columns, about a CTA per SM at N = 4096
     Tile(16, 8, 1, 8, 0, 64, 4, 1, 1),
     Tile(16, 8, 1, 8, 0, 128, 1, 1, 1),  # N of tens of thousands: 128 columns of C per CTA, tiles enough unsplit

@@ -200,12 +200,19 @@ def probe_pad_copies(args, out):
 
 def probe_sizes_fp8(args, out):
     """--rung 19 --sizes: v19's candidates in both languages, the swapped ones among them for a few rows, nt, with
-    per-tensor scales; --swapped no/only leaves the swapped ones out or takes only them."""
-    cuda = v19.CUDA_CANDIDATES + v19.CUDA_SPLIT_CANDIDATES + v19.CUDA_SWAP_CANDIDATES
-    triton = v19.TRITON_CONFIGS + v19.SPLIT_K_CONFIGS + v19.SWAP_CONFIGS
+    per-tensor scales, plus --cuda and --triton; --swapped no/only leaves the swapped ones out or takes only them."""
+    cuda = (v19.CUDA_CANDIDATES + v19.CUDA_SPLIT_CANDIDATES + v19.CUDA_SWAP_CANDIDATES
+            + tuple(v15.Tile(*map(int, t.split(","))) for t in args.cuda.split()))
+    triton = (v19.TRITON_CONFIGS + v19.SPLIT_K_CONFIGS + v19.SWAP_CONFIGS
+              + tuple(triton_config(*map(int, t.split(","))) for t in args.triton.split()))
+    source = v19.CudaSource(v19.__name__, [t.kernel(v19.FP8, t.kernel_layout("nt")) for t in cuda], arch="sm_90a")
+
+    def prepare_cuda(a, b, c, tiles, scales):
+        return v19.prepare_v15_cuda(a, b, c, tiles, source=source, boxes=v19.fp8_boxes, scales=scales)
+
     timers = (("events", events_us), ("graph", graph_us))
     for shape in args.sizes:
-        for label, prepare, candidates in (("cuda", v19.prepare_cuda, cuda), ("triton", v19.prepare_triton, triton)):
+        for label, prepare, candidates in (("cuda", prepare_cuda, cuda), ("triton", v19.prepare_triton, triton)):
             def bind(a, b, c, scales, prepare=prepare, candidates=candidates):
                 return prepare(a, b, c, [cand for cand in candidates if kept(cand, args.swapped)],
                                scales=scales)
