@@ -43,8 +43,8 @@ Constraints: tf32 on sm_90a. nn, nt, tt in place, tn with A copied in the timed 
 
 What it should reach: tf32 wgmma runs at half the 16-bit rate, so about v15's fraction of cuBLAS in every
 native layout, with an error a little above cuBLAS's (only the register operand is rounded; the other is
-left to the tensor core, which seems to truncate it). What limits it: scalar fragment loads (2-way bank
-conflicts from an M/N-major tile) and their rounding in the consumers' issue slots, no clusters.
+left to the tensor core, which seems to truncate it). What limits it is not pinned down: removing the
+fragment loads' 2-way bank conflicts bought nothing (notes); there are no clusters.
 
 Its story (measurements, what was tried): docs/notes/v16.md.
 """
