@@ -17,10 +17,10 @@ With --rung 11, the same for fp32 (TF32 off): v11's candidates, and tiles given 
 
     python scripts/small_probe.py --rung 11 --sizes 1000x1100x1028 --cuda "80,128,8,80,32,4,8"
 
-With --rung 19, v19's fp8 candidates (nt, per-tensor scales) against torch._scaled_mm; --swapped no or only
-leaves out the swapped ones (Cᵀ = Bᵀ·Aᵀ) or times them alone:
+With --rung 19, v19's fp8 candidates (nt, per-tensor scales) against torch._scaled_mm, plus --cuda tiles and
+--triton configs as v15's; --swapped no or only leaves out the swapped ones (Cᵀ = Bᵀ·Aᵀ) or times them alone:
 
-    python scripts/small_probe.py --rung 19 --swapped no --sizes 16x4096x4096
+    python scripts/small_probe.py --rung 19 --swapped only --sizes 16x4096x4096 --cuda "16,12,1,8,0,64,1,1,1"
 
 With --pad-copies, the copy that pads a B of each --sizes shape (K×N) to a 128-byte row pitch, torch's
 strided copy against v14's copy_rows kernel, each timed with events:
@@ -249,8 +249,8 @@ def main() -> int:
     p.add_argument("--layout", choices=LAYOUTS, default="nn",
                    help="with --rung 11: the operands' layout, each read in place (v11's CUDA C nt kernel too)")
     p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, space-separated, each "
-                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K,CONSUMERS_N,SWAP_AB] (v15) or BM,BN,BK,WM,WN,STAGES,GROUP_M "
-                   "(v11)")
+                   "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K,CONSUMERS_N,SWAP_AB] (v15, and v19 on fp8) or "
+                   "BM,BN,BK,WM,WN,STAGES,GROUP_M (v11)")
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
                    "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K[,SWAP_AB[,TMA]]] (v15: persistent and "
                    "flattened, split-K, swapped, or with TMA 0 v11's pointer kernel; v11: a tl.dot config), or a v11 "

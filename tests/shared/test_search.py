@@ -398,3 +398,31 @@ def test_for_a_graph_replayed_benchmark_every_candidate_is_timed_in_a_graph_and_
     [graph_entry, events_entry] = json.loads(tuning_cache.path().read_text())["entries"]
     assert graph_entry["problem"]["timing"] == "graph" and graph_entry["best"] == "a"
     assert "timing" not in events_entry["problem"] and events_entry["best"] == "b"
+
+
+def test_the_kernel_code_digest_changes_with_a_kernel_and_only_with_one(monkeypatch, tmp_path):
+    """An edited .cu, .cuh or rung module makes every cached choice stale; another file beside them does not."""
+    from implementations import core
+    from implementations.core import cuda_c
+
+    kernels, package = tmp_path / "kernels_cuda", tmp_path / "implementations"
+    kernels.mkdir()
+    (package / "core").mkdir(parents=True)
+    for f in cuda_c.KERNEL_DIR.iterdir():
+        if f.suffix in (".cu", ".cuh"):
+            (kernels / f.name).write_bytes(f.read_bytes())
+    for f in list(core.PACKAGE_DIR.glob("v*.py")) + [core.PACKAGE_DIR / "core" / "triton_util.py"]:
+        (package / f.relative_to(core.PACKAGE_DIR)).write_bytes(f.read_bytes())
+    monkeypatch.setattr(cuda_c, "KERNEL_DIR", kernels)
+    monkeypatch.setattr(core, "PACKAGE_DIR", package)
+    first = tuning_cache.kernel_code()
+    assert first == tuning_cache.kernel_code()
+    (kernels / "notes.txt").write_text("not a kernel")
+    (package / "core" / "cli.py").write_text("# not a kernel either")
+    assert tuning_cache.kernel_code() == first
+    for edited in (kernels / "v16_wgmma_tf32.cu", kernels / "hopper.cuh", package / "v15_warp_specialized.py"):
+        original = edited.read_bytes()
+        edited.write_bytes(original + b"\n// edited\n")
+        assert tuning_cache.kernel_code() != first, edited.name
+        edited.write_bytes(original)
+    assert tuning_cache.kernel_code() == first
