@@ -19,8 +19,8 @@
 //     from registers, row-masked at the group's end: TMA clips a store only at the matrix's edge.
 //   - The tile map. A group of r rows has ceil(ceil(r / BM) / CLUSTER_M) cluster rows of tiles_n cluster
 //     tiles; the groups' tiles lie end to end, and v15's scheduler (Schedule) deals them out unchanged, so
-//     the producer's run-ahead and the alternating k work across group boundaries as within one product.
-//     (v15's stream-K candidate is left out: with the cursor's registers its consumers spill.)
+//     the producer's run-ahead, the alternating k and stream-K (the last, partial round of tiles dealt out by
+//     k-blocks: the tail the ragged groups leave) work across group boundaries as within one product.
 //   - Finding a tile's group. Every thread's tiles come in increasing order (its cluster's whole tiles, then
 //     its stream-K run), so each thread keeps a cursor that walks the groups once per launch: O(G + tiles)
 //     per thread, no table in shared memory (the widest candidates leave under 2 KB of it) and no limit on G.

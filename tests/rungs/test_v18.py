@@ -11,9 +11,10 @@ import torch
 from implementations import select
 from implementations import v18_grouped as v18
 from implementations.core import bench
-from implementations.core.check import PRECISIONS, check, make_inputs, make_offsets, poison
+from implementations.core.check import PRECISIONS, check, compare, make_inputs, make_offsets, poison, reference
 from implementations.core.env import set_cublas_math
 from implementations.core.registry import Prepared
+from implementations.core.triton_util import block_of
 
 from ..helpers import checked_run, gpu_skip_reason, skip_unless_runnable
 
@@ -46,12 +47,38 @@ def one_candidate(search, cand, a, b, offsets) -> Prepared:
 @pytest.mark.parametrize("N, K, groups", LAYOUTS_OF_GROUPS, ids=lambda x: f"G{len(x)}" if isinstance(x, tuple) else x)
 @pytest.mark.parametrize("layout", v18.LAYOUTS)
 def test_every_triton_candidate_on_ragged_groups(layout, N, K, groups, device):
-    """Every candidate on a GPU; in the interpreter, which ignores warps, stages and flattening, one per block shape."""
+    """Every candidate on a GPU; in the interpreter, which ignores warps, stages and flattening, one per block shape
+    with stream-K and one without (there the grid has a program per tile any M could have, so stream-K deals out
+    every tile's k-blocks)."""
     skip_unless_runnable(V18, "triton", "fp16", device)
-    shapes = {(c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]): c for c in reversed(v18.TRITON_CONFIGS)}
+    shapes = {(*block_of(c), c.kwargs.get("STREAM_K", False)): c for c in reversed(v18.TRITON_CONFIGS)}
     for config in v18.TRITON_CONFIGS if device.type == "cuda" else shapes.values():
         result = grouped_run(v18.TRITON_SEARCH, config, N, K, groups, layout=layout, device=device.type)
         assert result.status == bench.STATUS_OK, (v18.TRITON_SEARCH.describe(config), result.note, result.worst)
+
+
+@pytest.mark.parametrize("config", [c for c in v18.TRITON_CONFIGS if c.kwargs.get("STREAM_K")], ids=block_of)
+def test_triton_stream_k_over_groups_is_right_on_any_grid_run_after_run(config, device):
+    """Eight tiles of 4 k-blocks: on 3 or 5 programs the last round's k-blocks are dealt out, and some runs hold the
+    end of one tile and the start of the next, of another group (both of a program's partial slots); on 4 there
+    is no last round. Each run must set the counters back to 0, or the next would add too early: three runs, C
+    poisoned between."""
+    skip_unless_runnable(V18, "triton", "fp16", device)
+    groups, N, K = (10, 0, 130, 60, 300, 100), 40, 200
+    precision = PRECISIONS["fp16"]
+    a, b = make_inputs(sum(groups), N, K, precision, device.type, 31, groups=groups)
+    offsets = make_offsets(groups, device.type)
+    ref = reference(a, b, groups=groups)
+    for grid in (3, 4, 5, None):
+        c = torch.empty(sum(groups), N, device=device.type, dtype=a.dtype)
+        refresh, runs = v18.prepare_triton(a, b, c, (config,), offsets, grid)
+        for _ in range(3):
+            poison(c)
+            refresh()
+            runs[config]()
+            outcome = compare(c, ref, precision.bound(K))
+            assert outcome.ok, (grid, outcome)
+            assert not runs[config].counts.any(), (grid, runs[config].counts)
 
 
 @pytest.mark.parametrize("N", [37, 40])
@@ -199,6 +226,32 @@ def test_every_candidate_on_ragged_groups_on_the_gpu(search, dtype, layout, N, K
     for cand in search.candidates:
         result = grouped_run(search, cand, N, K, groups, dtype, layout, device="cuda")
         assert result.status == bench.STATUS_OK, (search.describe(cand), result.note, result.worst)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("N, K, groups", GPU_GROUPS[:3], ids=lambda x: f"G{len(x)}" if isinstance(x, tuple) else x)
+def test_stream_k_over_groups_is_right_on_any_grid_run_after_run(N, K, groups):
+    """Stream-K deals the last round's k-blocks out across group boundaries: grids of a few clusters reach it on
+    these small problems (whole tiles first, then runs that start and end inside tiles of different groups). Each
+    run must lower the flags it raised, or the next would add stale partial sums: three runs, C poisoned between."""
+    if gpu_skip_reason(V18, "cuda", "bf16"):
+        pytest.skip(gpu_skip_reason(V18, "cuda", "bf16"))
+    [tile] = [t for t in v18.CUDA_CANDIDATES if t.STREAM_K]
+    precision = PRECISIONS["bf16"]
+    a, b = make_inputs(sum(groups), N, K, precision, "cuda", 29, groups=groups)
+    offsets = make_offsets(groups, "cuda")
+    ref = reference(a, b, groups=groups)
+    for clusters in (2, 3, 5, None):
+        c = torch.empty(sum(groups), N, device="cuda", dtype=a.dtype)
+        refresh, runs = v18.prepare_cuda(a, b, c, (tile,), offsets, clusters)
+        for _ in range(3):
+            poison(c)
+            refresh()
+            runs[tile]()
+            flags = runs[tile].tensors[2]  # the kernel's tensors (bound by the first call): c, partials, flags, ...
+            outcome = compare(c, ref, precision.bound(K))
+            assert outcome.ok, (clusters, outcome)
+            assert not flags.any(), (clusters, flags)
 
 
 @pytest.mark.gpu
