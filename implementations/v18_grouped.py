@@ -24,6 +24,8 @@ CUDA C and Triton side by side:
 | straddling tile | `store_accumulators` masked at the group's end | `tl.store` masked at the group's end |
 | interior tiles | stmatrix + TMA store (v15's) | `tl.store` masked the same way (see phase 4) |
 | empty group | no tiles | no tiles |
+| the last, partial round | v15's stream-K: its k-blocks dealt out, | the same after the persistent loop: each |
+|  | a tile's head adds the others' partials | piece counts itself, the last to finish adds |
 
 What Triton does for you: as in v14 and v15, the pipeline, descriptors and wgmma; the group lookup is a
 few vector lines over G (padded to a power of two) instead of a cursor, and the compiler hoists the
