@@ -87,14 +87,21 @@ def one_group(a: torch.Tensor, b: torch.Tensor, offsets: torch.Tensor | None):
 # ---- CUDA C launcher: v15's candidates, their tiles mapped to the groups ------------------------------------
 
 
-def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, offsets=None, clusters: int | None = None):
+def prepare_cuda(a, b, c, tiles=CUDA_CANDIDATES, offsets=None, clusters: int | None = None,
+                 timeline: torch.Tensor | None = None):
     """(refresh, {tile: launch}) for these candidates on one problem's tensor maps (v15's tma_problem: A 2-D,
     B 3-D, C 2-D), the G groups passed as v15's `products`; `clusters`: a smaller grid (the tests reach
-    stream-K's schedule with it)."""
+    stream-K's schedule with it); `timeline`: v15's per-CTA stamps (python -m implementations.tools.timeline)."""
     b, offsets = one_group(a, b, offsets)
     problem, refresh = tma_problem(a, b, c)
     problem = problem._replace(products=b.shape[0])
-    return refresh, launch_candidates(problem, c, tiles, source=KERNELS, offsets=offsets, clusters=clusters)
+    return refresh, launch_candidates(problem, c, tiles, source=KERNELS, offsets=offsets, clusters=clusters,
+                                      timeline=timeline)
+
+
+def cluster_tiles(N: int, groups: tuple[int, ...], tile: Tile) -> int:
+    """How many cluster tiles the groups' rows take (each group's from its first row), as the kernel counts them."""
+    return sum(triton.cdiv(triton.cdiv(rows, tile.BM), tile.CLUSTER_M) for rows in groups) * triton.cdiv(N, tile.BN)
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, prepare_cuda, tile=lambda tile: (tile.BM, tile.BN))

@@ -1,6 +1,7 @@
 """Where v15 CUDA C's time goes, CTA by CTA: the kernel's own stamps, read back after each launch.
 
     python -m implementations.tools.timeline [--size 4096] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5] [--save F.npz]
+    python -m implementations.tools.timeline --groups ramp [--tile 256,4,2,8,0]    (v18's grouped kernel)
     python -m implementations.tools.timeline --analyse F.npz [F.npz ...]     (no GPU: saved stamps)
 
 Each CTA's first consumer thread stamps its SM, the global timer (ns, one clock for all SMs) and the SM's
@@ -13,7 +14,8 @@ the benchmarks. Per launch it prints:
   earliest, median, last (a static schedule ends with its slowest CTA; a dynamic one could give an early
   CTA the last tiles);
 - cycles per tile: the first (it waits for the ring to fill from DRAM) and the others, mean and spread
-  over CTAs, and the SM clock each CTA saw;
+  over CTAs, the SM clock each CTA saw, and the mean tile of each round (with --groups: which groups
+  the round's tiles belong to);
 - what a dynamic schedule could save at most: the last end less the median end of the CTAs that took
   the most tiles;
 - from the end of the last tile's multiplies to the end: its epilogue, until its stores have read the staging
@@ -32,7 +34,8 @@ import torch
 import triton
 
 from .. import v15_warp_specialized as v15
-from ..core.check import PRECISIONS, compare, make_inputs, poison, reference
+from .. import v18_grouped as v18
+from ..core.check import PRECISIONS, ROUTINGS, compare, make_inputs, make_offsets, parse_groups, poison, reference
 from ..core.tasks import parse_sizes
 
 SM, START_NS, START_CLK, END_NS, END_CLK, TILES = range(6)
@@ -47,7 +50,9 @@ def cycles_per_tile(stamps: np.ndarray) -> np.ndarray:
 
 def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     """One launch's stamps (CTAs × TIMELINE_SLOTS) and the tiles each CTA took -> the figures the docstring
-    lists (cycles per tile from the first TIMELINE_TILES only)."""
+    lists (cycles per tile from the first TIMELINE_TILES only). CTAs that took no tile (a grouped grid sized for
+    more tiles than the groups have) are left out."""
+    stamps, taken = stamps[taken > 0], taken[taken > 0]
     start, end = stamps[:, START_NS], stamps[:, END_NS]
     tiles = stamps[:, TILES:]
     most = taken.max()
@@ -62,6 +67,7 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
     whole = taken <= tiles.shape[1]  # CTAs whose every tile is stamped: the rest of their time is the epilogue
     last = tiles[np.arange(len(stamps)), stamped - 1]
     epilogue = (stamps[whole, END_CLK] - last[whole]).astype(np.float64)
+    rounds = [durations[stamped > r, r] for r in range(int(stamped.max()))]
     return {
         "span_us": (end.max() - t0) / 1e3,
         "skew_us": (start.max() - t0) / 1e3,
@@ -72,6 +78,7 @@ def summarise(stamps: np.ndarray, taken: np.ndarray) -> dict:
         "epilogue_kcyc": ((epilogue.mean() / 1e3, epilogue.min() / 1e3, epilogue.max() / 1e3) if epilogue.size
                           else None),
         "ghz": (ghz.mean(), ghz.min(), ghz.max()),
+        "round_kcyc": [r.mean() / 1e3 for r in rounds],
         "dynamic_saves_at_most_us": ends.max() - float(np.median(ends)),
     }
 
@@ -138,12 +145,21 @@ def report(label: str, s: dict) -> None:
           f"{s['end_last_us']:.1f} µs (earliest / median / last): a dynamic schedule could save at most "
           f"{s['dynamic_saves_at_most_us']:.2f} µs\n"
           f"    first tile {f[0]:.1f} K cycles ({f[1]:.1f}-{f[2]:.1f}){later}; SM clock {g[0]:.3f} GHz "
-          f"({g[1]:.3f}-{g[2]:.3f})", flush=True)
+          f"({g[1]:.3f}-{g[2]:.3f})\n"
+          f"    mean tile by round (K cycles): {', '.join(f'{k:.1f}' for k in s['round_kcyc'])}", flush=True)
+
+
+def round_groups(groups: tuple[int, ...], N: int, tile: v15.Tile, clusters: int) -> list[str]:
+    """For each round of `clusters` cluster tiles (the schedule's, whole tiles), the groups its tiles belong to."""
+    owner = [g for g, rows in enumerate(groups) for _ in range(v18.cluster_tiles(N, (rows,), tile))]
+    return [f"{min(owner[r:r + clusters])}-{max(owner[r:r + clusters])}" for r in range(0, len(owner), clusters)]
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", default="4096", help="n for n³, or MxNxK")
+    parser.add_argument("--size", help="n for n³, or MxNxK (default: 4096, or the routing's with --groups)")
+    parser.add_argument("--groups", help="v18's grouped product instead, its groups as compare.py's --groups "
+                                         "(a routing: ramp, mixtral; a group count; the rows of each group)")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     parser.add_argument("--tile", default="256,4,2,8,0",
                         help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K[,BM,SPLIT_K,CONSUMERS_N] (a candidate)")
@@ -155,28 +171,44 @@ def main():
         for path in args.analyse:
             analyse(path)
         return
+    spec = parse_groups(args.groups) if args.groups else None
+    module = v18 if spec else v15
     tile = v15.Tile(*map(int, args.tile.split(",")))
-    if tile not in v15.CUDA_CANDIDATES:
-        parser.error(f"--tile must be one of v15's candidates: {', '.join(map(str, v15.CUDA_CANDIDATES))}")
-    (M, N, K), = parse_sizes(args.size)
+    if tile not in module.CUDA_CANDIDATES:
+        parser.error(f"--tile must be one of {module.__name__}'s candidates: "
+                     f"{', '.join(map(str, module.CUDA_CANDIDATES))}")
+    if tile.STREAM_K or tile.SPLIT_K > 1:
+        parser.error("the timeline's per-CTA tile counts assume whole tiles (STREAM_K=0, SPLIT_K=1)")
+    size = args.size or ("x".join(map(str, ROUTINGS[spec.routing].shape)) if spec and spec.routing else "4096")
+    (M, N, K), = parse_sizes(size)
+    groups = spec.split(M) if spec else ()
     precision = PRECISIONS[args.dtype]
-    a, b = make_inputs(M, N, K, precision, "cuda", seed=5)
+    a, b = make_inputs(M, N, K, precision, "cuda", seed=5, groups=groups)
     c = torch.empty(M, N, device="cuda", dtype=a.dtype)
-    clusters = min(v15.resident_clusters(v15.KERNELS, tile.kernel(a.dtype), a.device, tile.CLUSTER_M,
-                                         v15.shared_bytes(tile), tile.threads),
-                   v15.cluster_tiles(M, N, tile))
+    kernel = tile.kernel(a.dtype, "nn", "NoEpilogue", "Groups" if groups else "NoGroups")
+    fit = v15.resident_clusters(module.KERNELS, kernel, a.device, tile.CLUSTER_M, v15.shared_bytes(tile),
+                                tile.threads)
+    if groups:  # the grid as v15's launcher sizes it for groups; the tiles as the kernel counts them
+        clusters = min(fit, v15.cluster_tiles(M, N, tile) + len(groups) * triton.cdiv(N, tile.BN))
+        total = v18.cluster_tiles(N, groups, tile)
+    else:
+        total = v15.cluster_tiles(M, N, tile)
+        clusters = min(fit, total)
     timeline = torch.zeros(clusters * tile.CLUSTER_M * v15.TIMELINE_SLOTS, device="cuda", dtype=torch.int64)
-    refresh, runs = v15.prepare_cuda(a, b, c, (tile,), timeline=timeline)
+    if groups:
+        refresh, runs = v18.prepare_cuda(a, b, c, (tile,), make_offsets(groups, "cuda"), timeline=timeline)
+    else:
+        refresh, runs = v15.prepare_cuda(a, b, c, (tile,), timeline=timeline)
     poison(c)
     refresh()
     runs[tile]()
-    print(f"{torch.cuda.get_device_name()} triton {triton.__version__}; {M}x{N}x{K} {args.dtype}, {tile}: "
-          f"{clusters} clusters of {tile.CLUSTER_M}; err {compare(c, reference(a, b), precision.bound(K)).error:.2e}",
-          flush=True)
-    if tile.STREAM_K:
-        parser.error("the timeline's per-CTA tile counts assume whole tiles (STREAM_K=0)")
+    error = compare(c, reference(a, b, groups=groups), precision.bound(K)).error
+    print(f"{torch.cuda.get_device_name()} triton {triton.__version__}; {M}x{N}x{K} {args.dtype}"
+          f"{f' G={len(groups)} {groups}' if groups else ''}, {tile}: {clusters} clusters of {tile.CLUSTER_M}; "
+          f"err {error:.2e}", flush=True)
+    if groups:
+        print(f"  groups of each round's tiles: {', '.join(round_groups(groups, N, tile, clusters))}", flush=True)
     # Cluster g takes cluster tiles g, g + G, ... (G clusters): the kernel's Schedule for whole tiles.
-    total = v15.cluster_tiles(M, N, tile)
     taken = np.array([len(range(cta // tile.CLUSTER_M, total, clusters)) for cta in range(clusters * tile.CLUSTER_M)])
     cache = torch.empty(256 * 1024 * 1024 // 4, device="cuda", dtype=torch.int32)  # larger than the L2
     summaries, raw = [], []

@@ -255,6 +255,34 @@ def test_stream_k_over_groups_is_right_on_any_grid_run_after_run(N, K, groups):
 
 
 @pytest.mark.gpu
+def test_the_timeline_counts_the_groups_tiles_as_the_kernel_does():
+    """The timeline tool (python -m implementations.tools.timeline --groups) reckons each CTA's tiles from
+    v18.cluster_tiles: on 3 clusters the kernel's stamps must show exactly that many tiles per CTA."""
+    if gpu_skip_reason(V18, "cuda", "bf16"):
+        pytest.skip(gpu_skip_reason(V18, "cuda", "bf16"))
+    from implementations.v15_warp_specialized import TIMELINE_SLOTS
+
+    groups, N, K, clusters = (128, 0, 300, 72, 512), 512, 128, 3
+    precision = PRECISIONS["bf16"]
+    a, b = make_inputs(sum(groups), N, K, precision, "cuda", 29, groups=groups)
+    c = torch.empty(sum(groups), N, device="cuda", dtype=a.dtype)
+    tile = v18.CUDA_CANDIDATES[0]
+    timeline = torch.zeros(clusters * tile.CLUSTER_M * TIMELINE_SLOTS, device="cuda", dtype=torch.int64)
+    refresh, runs = v18.prepare_cuda(a, b, c, (tile,), make_offsets(groups, "cuda"), clusters, timeline=timeline)
+    poison(c)
+    refresh()
+    runs[tile]()
+    assert compare(c, reference(a, b, groups=groups), precision.bound(K)).ok
+    total = v18.cluster_tiles(N, groups, tile)
+    assert total == (1 + 0 + 2 + 1 + 2) * 2
+    stamps = timeline.view(clusters * tile.CLUSTER_M, TIMELINE_SLOTS).cpu()
+    for cta, row in enumerate(stamps.tolist()):
+        taken = len(range(cta // tile.CLUSTER_M, total, clusters))
+        tiles = row[5:]
+        assert all(tiles[:taken]) and not any(tiles[taken:]), (cta, taken, row)
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("lang", ["cuda", "triton"])
 def test_the_routings_run_exact_on_the_gpu(lang):
     """The benchmark's shapes, integer inputs: exact up to the one rounding of C to bf16."""

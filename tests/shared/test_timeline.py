@@ -32,3 +32,21 @@ def test_a_cta_with_more_tiles_than_stamps_has_no_epilogue_figure():
     stamps = stamps_of([(0, 9000, 0, many, 13000), (0, 3000, 0, [2000], 2600)])
     s = timeline.summarise(stamps, np.array([12, 1]))
     assert s["epilogue_kcyc"] == pytest.approx((0.6, 0.6, 0.6))
+
+
+def test_the_mean_tile_of_each_round_and_ctas_without_tiles_left_out():
+    stamps = stamps_of([(0, 9000, 0, [4000, 7000, 9500], 9800),  # rounds of 4000, 3000 and 2500 cycles
+                        (0, 8000, 0, [5000, 7000], 7500),  # 5000 and 2000
+                        (0, 100, 0, [], 50)])  # took none
+    s = timeline.summarise(stamps, np.array([3, 2, 0]))
+    assert s["round_kcyc"] == pytest.approx([4.5, 2.5, 2.5])
+    assert s["skew_us"] == 0 and s["tiles"] == {2: 1, 3: 1}
+
+
+def test_the_groups_of_each_round():
+    """ramp-like groups of 128-row tiles in clusters of two, one tile column: 1, 1, 2, 3 cluster tiles, in rounds
+    of three clusters."""
+    from implementations.v15_warp_specialized import Tile
+
+    tile = Tile(256, 4, 2, 8)
+    assert timeline.round_groups((128, 256, 512, 768), 256, tile, 3) == ["0-2", "2-3", "3-3"]
