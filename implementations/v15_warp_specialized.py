@@ -247,6 +247,15 @@ def cluster_tiles(M: int, N: int, tile: Tile) -> int:
     return triton.cdiv(triton.cdiv(M, tile.BM), tile.CLUSTER_M) * triton.cdiv(N, tile.BN)
 
 
+def most_clusters(M: int, N: int, products: int, tile: Tile, grouped: bool = False) -> int:
+    """How many clusters can have work: one per cluster tile (and slice of k) of every product; grouped, the
+    products are ragged groups of M rows whose sizes the host does not read, each group's last cluster row may be
+    partly empty, so at most one more cluster row per group."""
+    if grouped:
+        return cluster_tiles(M, N, tile) + products * triton.cdiv(N, tile.BN)
+    return products * cluster_tiles(M, N, tile) * tile.SPLIT_K
+
+
 TIMELINE_SLOTS = 16  # per CTA, as the kernel's Timeline writes them
 
 
@@ -313,11 +322,7 @@ def launch_candidate(problem: TmaProblem, c, tile: Tile, clusters: int | None = 
 def bind_candidate(problem: TmaProblem, c, tile: Tile, clusters: int, timeline, bias, source: CudaSource, offsets,
                    scales, kernel: str, smem: int):
     """launch_candidate's launch on a grid of at most `clusters` clusters (see there)."""
-    if offsets is None:
-        clusters = min(clusters, problem.products * cluster_tiles(problem.M, problem.N, tile) * tile.SPLIT_K)
-    else:  # each group's last cluster row may be partly empty: at most one more cluster row per group
-        clusters = min(clusters, cluster_tiles(problem.M, problem.N, tile) + problem.products * triton.cdiv(
-            problem.N, tile.BN))
+    clusters = min(clusters, most_clusters(problem.M, problem.N, problem.products, tile, offsets is not None))
     # box: 64 columns × 64 rows, half a consumer's block; swapped, 64 columns × BN rows of C: a consumer's block
     c_map, c_by_tma = c_tensor_map(c, (64, tile.BN if tile.SWAP_AB else 64), problem.a_map)
     # Stream-K's partial sums (a tile of floats per CTA) and flags (one per consumer warpgroup, zeroed; the

@@ -188,12 +188,8 @@ def main():
     kernel = tile.kernel(a.dtype, "nn", "NoEpilogue", "Groups" if groups else "NoGroups")
     fit = v15.resident_clusters(module.KERNELS, kernel, a.device, tile.CLUSTER_M, v15.shared_bytes(tile),
                                 tile.threads)
-    if groups:  # the grid as v15's launcher sizes it for groups; the tiles as the kernel counts them
-        clusters = min(fit, v15.cluster_tiles(M, N, tile) + len(groups) * triton.cdiv(N, tile.BN))
-        total = v18.cluster_tiles(N, groups, tile)
-    else:
-        total = v15.cluster_tiles(M, N, tile)
-        clusters = min(fit, total)
+    clusters = min(fit, v15.most_clusters(M, N, len(groups) or 1, tile, bool(groups)))  # the grid, as launched
+    total = v18.cluster_tiles(N, groups or (M,), tile)  # the cluster tiles, as the kernel counts them
     timeline = torch.zeros(clusters * tile.CLUSTER_M * v15.TIMELINE_SLOTS, device="cuda", dtype=torch.int64)
     if groups:
         refresh, runs = v18.prepare_cuda(a, b, c, (tile,), make_offsets(groups, "cuda"), timeline=timeline)
