@@ -141,8 +141,7 @@ def locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M: tl.constexpr, GROUP_M:
 @triton.jit
 def multiply(a_desc, b_desc, group, row, pid_n, kb0, kb1, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
              BLOCK_K: tl.constexpr, B_T: tl.constexpr):
-    """A tile's k-blocks [kb0, kb1): A's boxes of the tile's rows (past the group's end: the next group's rows,
-    computed and never stored; past A: zeros), B's boxes of the group's matrix, wgmma on Hopper."""
+    """A tile's k-blocks [kb0, kb1), summed in fp32: phases 2 and 3 of the kernel."""
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for kb in range(kb0, kb1):
         a = a_desc.load([row, kb * BLOCK_K])
@@ -164,7 +163,8 @@ def grouped_persistent_kernel(
     FLATTEN: tl.constexpr, G_PAD: tl.constexpr, B_T: tl.constexpr = False, STREAM_K: tl.constexpr = False,
 ):
     # ---- 1. every group's tiles laid end to end (an empty group has none), walked by the persistent programs;
-    #         with STREAM_K the last, partial round of them is left to step 5. Groups are clamped to A's rows ----
+    #         with STREAM_K the last, partial round of them is left to stream-K, below. Groups are clamped to A's
+    #         rows ----
     groups = tl.arange(0, G_PAD)
     ends = tl.minimum(tl.maximum(tl.load(offsets_ptr + groups, mask=groups < G, other=0), 0), M)
     starts = tl.minimum(tl.maximum(tl.load(offsets_ptr + groups - 1, mask=(groups > 0) & (groups < G), other=0), 0), M)
@@ -176,7 +176,9 @@ def grouped_persistent_kernel(
     k_tiles = tl.cdiv(K, BLOCK_K)
     for tile in tl.range(tl.program_id(0), whole_tiles, tl.num_programs(0), flatten=FLATTEN):
         group, row, pid_n, row_end = locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M, GROUP_M)
-        # ---- 2. TMA boxes of A and of the group's B, 3. multiply ----
+        # ---- 2. TMA, k-block by k-block: A's box of the tile's rows (past the group's end: the next group's rows,
+        #         computed and never stored; past A: zeros), B's box of the group's matrix ----
+        # ---- 3. multiply (wgmma on Hopper): both in `multiply` ----
         acc = multiply(a_desc, b_desc, group, row, pid_n, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, B_T)
         # ---- 4. write back, rounded to C's type, rows below the group's end only (the tile that crosses into the
         #         next group must not write there). No TMA store beside it: Triton 3.6 cannot flatten the loop
@@ -184,7 +186,7 @@ def grouped_persistent_kernel(
         store_rows(c_ptr, acc.to(c_ptr.dtype.element_ty), row, pid_n * BLOCK_N, row_end, N, stride_cm, stride_cn,
                    BLOCK_M, BLOCK_N)
     if STREAM_K:
-        # ---- 5. stream-K: the last round's k-blocks laid end to end ("units"), program p taking the run
+        # ---- stream-K: the last round's k-blocks laid end to end ("units"), program p taking the run
         #         [start(p), start(p + 1)). A run is shorter than a tile, so it holds pieces of at most two tiles,
         #         its first (slot 0) and its second (slot 1). Every piece leaves its fp32 partial sum in its
         #         slot and counts itself on its tile's counter (release: the partial is visible before the
