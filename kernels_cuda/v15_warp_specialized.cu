@@ -39,7 +39,8 @@
 //     ptxas did not let wgmma use the extra registers (docs/notes/v15.md).
 //   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
 //     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
-//     both `full` barriers). A slot may be refilled only when the consumers of *both* CTAs are done with
+//     both `full` barriers); v18 puts them side by side along N where a group's last tile row is alone,
+//     and they share A's tile the same way. A slot may be refilled only when the consumers of *both* CTAs are done with
 //     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster
 //     (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
 //   - Layouts. wgmma reads a 16-bit operand from shared memory either K-major or M/N-major (its
@@ -250,8 +251,8 @@ __device__ __forceinline__ void apply_scales(float (&d)[R], float scale, const f
 }
 
 // The groups hook: v18's Groups (v18_grouped.cu) lays ragged groups of A's rows end to end, each with its own
-// matrix of B, and tells the kernel a tile's group (as its product), the group's first row and the rows of C
-// below which it may write. The default has none: the tile map below is v15's, and every use folds away.
+// matrix of B, and tells the kernel a tile's group (as its product), the group's first row, the rows of C
+// below which it may write, and whether the cluster's CTAs lie side by side along N (sharing A's tile). The default has none: the tile map below is v15's, and every use folds away.
 template <int BM, int BN, int CLUSTER_M, int GROUP_M>
 struct NoGroups {
     static constexpr bool ON = false;
@@ -260,6 +261,7 @@ struct NoGroups {
     __device__ void locate(int, unsigned, int&, int&, int&) {}
     __device__ int first_row() const { return 0; }
     __device__ int row_end() const { return 0; }
+    __device__ bool along_n() const { return false; }
 };
 
 // A flag in global memory between CTAs: the release orders the warpgroup's earlier writes (through the
@@ -535,25 +537,26 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                     mbar_expect_tx(&full[s], A_BYTES + B_BYTES);
                     // A: BM / 64 boxes of 64 × 64, each 64 rows of A (or, A_T, 64 columns of the stored K×M);
                     // B: BN / 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
-                    unsigned char* a_tile = a_tiles + s * A_BYTES;
-                    for (int box = 0; box < A_BOXES; ++box) {
-                        const int m = groups.first_row() + tile_m * BM + box * 64;
-                        tma_load_3d(a_tile + box * V15_BOX_BYTES, &a_map, &full[s], A_T ? m : k0, A_T ? k0 : m,
-                                    a_matrix);
-                    }
-                    unsigned char* b_tile = b_tiles + s * B_BYTES;
-                    auto b_box = [&](int box) {
-                        const int n = tile_n * BN + box * 64;
-                        return B_T ? make_int2(k0, n) : make_int2(n, k0);
+                    // The operand the cluster's CTAs share (B's tile, or A's where v18 puts them side by side
+                    // along N): each CTA loads boxes rank, rank + CLUSTER_M, ... into every CTA of the cluster.
+                    const bool share_a = CLUSTER_M > 1 && groups.along_n(), share_b = CLUSTER_M > 1 && !share_a;
+                    auto load = [&](unsigned char* tile, const TmaDescriptor* map, int2 at, int matrix,
+                                    bool shared) {
+                        if (shared) {
+                            tma_load_3d_multicast(tile, map, &full[s], at.x, at.y, matrix, (1 << CLUSTER_M) - 1);
+                        } else {
+                            tma_load_3d(tile, map, &full[s], at.x, at.y, matrix);
+                        }
                     };
-                    if constexpr (CLUSTER_M > 1) {  // this CTA's share of the B boxes, into every CTA of the cluster
-                        for (int box = rank; box < B_BOXES; box += CLUSTER_M)
-                            tma_load_3d_multicast(b_tile + box * V15_BOX_BYTES, &b_map, &full[s], b_box(box).x,
-                                                  b_box(box).y, b_matrix, (1 << CLUSTER_M) - 1);
-                    } else {
-                        for (int box = 0; box < B_BOXES; ++box)
-                            tma_load_3d(b_tile + box * V15_BOX_BYTES, &b_map, &full[s], b_box(box).x, b_box(box).y,
-                                        b_matrix);
+                    for (int box = share_a ? rank : 0; box < A_BOXES; box += share_a ? CLUSTER_M : 1) {
+                        const int m = groups.first_row() + tile_m * BM + box * 64;
+                        load(a_tiles + s * A_BYTES + box * V15_BOX_BYTES, &a_map,
+                             A_T ? make_int2(m, k0) : make_int2(k0, m), a_matrix, share_a);
+                    }
+                    for (int box = share_b ? rank : 0; box < B_BOXES; box += share_b ? CLUSTER_M : 1) {
+                        const int n = tile_n * BN + box * 64;
+                        load(b_tiles + s * B_BYTES + box * V15_BOX_BYTES, &b_map,
+                             B_T ? make_int2(k0, n) : make_int2(n, k0), b_matrix, share_b);
                     }
                 }
             });

@@ -17,8 +17,12 @@
 //     takes the group as its matrix index, and C's 2-D map stores every block that ends inside its group.
 //   - The one block that crosses its group's end (each consumer warpgroup's 64 rows decide alone) is stored
 //     from registers, row-masked at the group's end: TMA clips a store only at the matrix's edge.
-//   - The tile map. A group of r rows has ceil(ceil(r / BM) / CLUSTER_M) cluster rows of tiles_n cluster
-//     tiles; the groups' tiles lie end to end, and v15's scheduler (Schedule) deals them out unchanged, so
+//   - The tile map. A group of r rows has R = ceil(r / BM) tile rows: R / CLUSTER_M cluster rows of tiles_n
+//     cluster tiles (CTAs stacked along M, sharing B's tile), then its R % CLUSTER_M last tile rows with their
+//     CTAs side by side along N (sharing A's tile), ceil(tiles_n / CLUSTER_M) cluster tiles each. Stacked along
+//     M only, each group of odd tile rows would end in a cluster row half past its end, a row of tiles
+//     computed for nothing. The groups' tiles lie end to end, and v15's scheduler
+//     (Schedule) deals them out unchanged, so
 //     the producer's run-ahead, the alternating k and stream-K (the last, partial round of tiles dealt out by
 //     k-blocks: the tail the ragged groups leave) work across group boundaries as within one product.
 //   - Finding a tile's group. Every thread's tiles come in increasing order (its cluster's whole tiles, then
@@ -33,20 +37,27 @@ struct Groups {
     static constexpr bool ON = true;
     const int* offsets;
     int M, G, tiles_n;
-    // The cursor: group g holds rows [start, end) and cluster tiles [first, next), in cluster_rows rows.
+    // The cursor: group g holds rows [start, end) and cluster tiles [first, next): cluster_rows rows of tiles_n
+    // stacked along M, then the rest side by side along N; `paired_n`: the last tile located is.
     int g = -1, start = 0, end = 0, first = 0, next = 0, cluster_rows = 0;
+    bool paired_n = false;
 
     __device__ Groups(int M_, int N, int products, const int* offsets_)
         : offsets(offsets_), M(M_), G(products), tiles_n((N + BN - 1) / BN) {}
 
     __device__ int end_of(int group) const { return min(max(offsets[group], 0), M); }
     __device__ int rows_of(int group) const { return max(end_of(group) - (group ? end_of(group - 1) : 0), 0); }
-    __device__ static int cluster_rows_of(int rows) { return ((rows + BM - 1) / BM + CLUSTER_M - 1) / CLUSTER_M; }
+    __device__ static int tile_rows_of(int rows) { return (rows + BM - 1) / BM; }
+    __device__ int per_row_n() const { return (tiles_n + CLUSTER_M - 1) / CLUSTER_M; }  // side by side along N
+    __device__ int cluster_tiles_of(int tile_rows) const {
+        return tile_rows / CLUSTER_M * tiles_n + tile_rows % CLUSTER_M * per_row_n();
+    }
 
     // Every thread calls it, in full warps (before the warpgroups part ways).
     __device__ int count() const {
         int tiles = 0;
-        for (int group = threadIdx.x % 32; group < G; group += 32) tiles += cluster_rows_of(rows_of(group)) * tiles_n;
+        for (int group = threadIdx.x % 32; group < G; group += 32)
+            tiles += cluster_tiles_of(tile_rows_of(rows_of(group)));
 #pragma unroll
         for (int lane = 16; lane > 0; lane /= 2) tiles += __shfl_xor_sync(0xffffffff, tiles, lane);
         return tiles;
@@ -59,14 +70,24 @@ struct Groups {
             ++g;
             start = g ? end_of(g - 1) : 0;
             end = max(end_of(g), start);
-            cluster_rows = cluster_rows_of(end - start);
+            const int tile_rows = tile_rows_of(end - start);
+            cluster_rows = tile_rows / CLUSTER_M;
             first = next;
-            next += cluster_rows * tiles_n;
+            next = first + cluster_tiles_of(tile_rows);
         }
         group = g;
-        grouped_tile(t - first, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
-        tile_m = tile_m * CLUSTER_M + rank;  // past the group's end when its tile rows are odd: nothing stored
+        const int across = first + cluster_rows * tiles_n;
+        paired_n = t >= across;
+        if (paired_n) {  // past N when tiles_n is not a multiple of CLUSTER_M: TMA reads zeros, nothing stored
+            tile_m = cluster_rows * CLUSTER_M + (t - across) / per_row_n();
+            tile_n = (t - across) % per_row_n() * CLUSTER_M + rank;
+        } else {
+            grouped_tile(t - first, cluster_rows, tiles_n, GROUP_M, tile_m, tile_n);
+            tile_m = tile_m * CLUSTER_M + rank;
+        }
     }
+    // Whether the last tile located has its cluster's CTAs side by side along N (they share A's tile, not B's).
+    __device__ bool along_n() const { return CLUSTER_M > 1 && paired_n; }
     // The group of the last tile located: its first row, and the end of its rows.
     __device__ int first_row() const { return start; }
     __device__ int row_end() const { return end; }
