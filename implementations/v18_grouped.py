@@ -72,9 +72,6 @@ CUDA_CANDIDATES = (
 TRITON_CONFIGS = V15_TRITON_CONFIGS + (  # and the last, partial round of tiles dealt out by k-blocks (stream-K)
     tma_config(128, 256, 64, 8, 3, FLATTEN=True, STREAM_K=True),
     tma_config(128, 256, 64, 8, 4, FLATTEN=True, STREAM_K=True),
-    # a group's last tile row of at most 64 rows in tiles of 64: a row of 128 would compute half for nothing
-    tma_config(128, 256, 64, 8, 3, FLATTEN=True, HALF_TILES=True),
-    tma_config(128, 256, 64, 8, 4, FLATTEN=True, HALF_TILES=True),
 )
 KERNELS = CudaSource(__name__, [t.kernel(d, lay, "NoEpilogue", "Groups") for d in IS_BF16 for lay in LAYOUTS
                                 for t in CUDA_CANDIDATES], arch="sm_90a")
@@ -135,28 +132,14 @@ def store_rows(c_ptr, out, row, col, row_end, N, stride_cm, stride_cn, BLOCK_M: 
 
 
 @triton.jit
-def halved(rows, BLOCK_M: tl.constexpr, HALF_TILES: tl.constexpr):
-    """1 where a group of `rows` rows ends in a tile row of at most BLOCK_M / 2 of them, run as half tiles."""
-    tile_rows = tl.cdiv(rows, BLOCK_M)
-    return ((rows > 0) & (rows - (tile_rows - 1) * BLOCK_M <= BLOCK_M // 2) & HALF_TILES).to(tl.int32)
-
-
-@triton.jit
-def locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M: tl.constexpr, GROUP_M: tl.constexpr,
-           HALF_TILES: tl.constexpr, HALF: tl.constexpr = False):
+def locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M: tl.constexpr, GROUP_M: tl.constexpr):
     """A tile's group (the last whose first tile is at or before it), its first row, its tile column and the end of
-    its group's rows (clamped to A's). HALF: `tile` counts the half tiles, a group's last tile row."""
+    its group's rows (clamped to A's)."""
     group = tl.sum((firsts <= tile).to(tl.int32), 0) - 1
     first = tl.max(tl.where(firsts <= tile, firsts, 0), 0)
     row_start = tl.minimum(tl.maximum(tl.load(offsets_ptr + group - 1, mask=group > 0, other=0), 0), M)
     row_end = tl.maximum(tl.minimum(tl.load(offsets_ptr + group), M), row_start)
-    tile_rows = tl.cdiv(row_end - row_start, BLOCK_M)
-    if HALF:
-        pid_m = tile_rows - 1
-        pid_n = tile - first
-    else:
-        whole_rows = tile_rows - halved(row_end - row_start, BLOCK_M, HALF_TILES)
-        pid_m, pid_n = grouped_tile(tile - first, whole_rows, grid_n, GROUP_M)
+    pid_m, pid_n = grouped_tile(tile - first, tl.cdiv(row_end - row_start, BLOCK_M), grid_n, GROUP_M)
     return group, row_start + pid_m * BLOCK_M, pid_n, row_end
 
 
@@ -180,28 +163,24 @@ def sk_start(p, units, programs):
 
 @triton.jit
 def grouped_persistent_kernel(
-    a_desc, a_half_desc, b_desc, c_ptr, offsets_ptr, partials_ptr, counts_ptr, G, M, N, K, stride_cm, stride_cn,
+    a_desc, b_desc, c_ptr, offsets_ptr, partials_ptr, counts_ptr, G, M, N, K, stride_cm, stride_cn,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr,
     FLATTEN: tl.constexpr, G_PAD: tl.constexpr, B_T: tl.constexpr = False, STREAM_K: tl.constexpr = False,
-    HALF_TILES: tl.constexpr = False,
 ):
-    tl.static_assert(not (STREAM_K and HALF_TILES), "the last round is dealt out by k-blocks or ends in half tiles")
     # ---- 1. every group's tiles laid end to end (an empty group has none), walked by the persistent programs;
-    #         with STREAM_K the last, partial round of them is left to stream-K, with HALF_TILES a group's last
-    #         tile row of at most BLOCK_M / 2 rows to half tiles, below. Groups are clamped to A's rows ----
+    #         with STREAM_K the last, partial round of them is left to stream-K, below. Groups are clamped to A's
+    #         rows ----
     groups = tl.arange(0, G_PAD)
     ends = tl.minimum(tl.maximum(tl.load(offsets_ptr + groups, mask=groups < G, other=0), 0), M)
     starts = tl.minimum(tl.maximum(tl.load(offsets_ptr + groups - 1, mask=(groups > 0) & (groups < G), other=0), 0), M)
     grid_n = tl.cdiv(N, BLOCK_N)
-    rows = tl.maximum(ends - starts, 0)
-    halves = halved(rows, BLOCK_M, HALF_TILES) * grid_n
-    tiles = tl.cdiv(rows, BLOCK_M) * grid_n - halves
+    tiles = tl.cdiv(tl.maximum(ends - starts, 0), BLOCK_M) * grid_n
     firsts = tl.cumsum(tiles, 0) - tiles
     all_tiles = tl.sum(tiles, 0)
     whole_tiles = all_tiles - all_tiles % tl.num_programs(0) if STREAM_K else all_tiles
     k_tiles = tl.cdiv(K, BLOCK_K)
     for tile in tl.range(tl.program_id(0), whole_tiles, tl.num_programs(0), flatten=FLATTEN):
-        group, row, pid_n, row_end = locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M, GROUP_M, HALF_TILES)
+        group, row, pid_n, row_end = locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M, GROUP_M)
         # ---- 2. TMA, k-block by k-block: A's box of the tile's rows (past the group's end: the next group's rows,
         #         computed and never stored; past A: zeros), B's box of the group's matrix ----
         # ---- 3. multiply (wgmma on Hopper): both in `multiply` ----
@@ -228,7 +207,7 @@ def grouped_persistent_kernel(
             tile = whole_tiles + u // k_tiles
             kb0 = u % k_tiles
             kb1 = tl.minimum(k_tiles, kb0 + end - u)
-            group, row, pid_n, row_end = locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M, GROUP_M, HALF_TILES)
+            group, row, pid_n, row_end = locate(tile, firsts, offsets_ptr, M, grid_n, BLOCK_M, GROUP_M)
             acc = multiply(a_desc, b_desc, group, row, pid_n, kb0, kb1, BLOCK_M, BLOCK_N, BLOCK_K, B_T)
             slot = 2 * tl.program_id(0) + (u > begin).to(tl.int32)
             tl.store(partials_ptr + slot.to(tl.int64) * BLOCK_M * BLOCK_N + in_tile, acc)
@@ -252,22 +231,6 @@ def grouped_persistent_kernel(
                            stride_cn, BLOCK_M, BLOCK_N)
                 tl.store(counts_ptr + tile - whole_tiles, 0)
             u += kb1 - kb0
-    if HALF_TILES:
-        # ---- half tiles: a group's last tile row of at most BLOCK_M / 2 rows as tiles of BLOCK_M / 2 rows (A's
-        #      half-height descriptor), two to a turn, the turns dealt out after the whole tiles as if they were
-        #      more of them: a program short of a whole tile takes two halves ----
-        programs = tl.num_programs(0)
-        half_firsts = tl.cumsum(halves, 0) - halves
-        all_halves = tl.sum(halves, 0)
-        for turn in tl.range((tl.program_id(0) - all_tiles % programs + programs) % programs, tl.cdiv(all_halves, 2),
-                             programs):
-            for half in range(2 * turn, tl.minimum(2 * turn + 2, all_halves)):
-                group, row, pid_n, row_end = locate(half, half_firsts, offsets_ptr, M, grid_n, BLOCK_M, GROUP_M,
-                                                    HALF_TILES, HALF=True)
-                acc = multiply(a_half_desc, b_desc, group, row, pid_n, 0, k_tiles, BLOCK_M // 2, BLOCK_N, BLOCK_K,
-                               B_T)
-                store_rows(c_ptr, acc.to(c_ptr.dtype.element_ty), row, pid_n * BLOCK_N, row_end, N, stride_cm,
-                           stride_cn, BLOCK_M // 2, BLOCK_N)
 
 
 def programs(device: torch.device, M: int, N: int, G: int, BLOCK_M: int, BLOCK_N: int) -> int:
@@ -288,8 +251,6 @@ def prepare_triton(a, b, c, configs, offsets=None, grid: int | None = None):
     for config in configs:
         kw = config.kwargs
         a_desc = TensorDescriptor.from_tensor(a_t, [kw["BLOCK_M"], kw["BLOCK_K"]])
-        a_half_desc = TensorDescriptor.from_tensor(a_t, [kw["BLOCK_M"] // 2, kw["BLOCK_K"]]) if kw.get("HALF_TILES") \
-            else a_desc
         box = [1, kw["BLOCK_N"], kw["BLOCK_K"]] if layout.get("B_T") else [1, kw["BLOCK_K"], kw["BLOCK_N"]]
         b_desc = TensorDescriptor.from_tensor(b_t, box)
         size = programs(c.device, M, N, G, kw["BLOCK_M"], kw["BLOCK_N"])
@@ -300,7 +261,7 @@ def prepare_triton(a, b, c, configs, offsets=None, grid: int | None = None):
         partials = torch.empty(2 * size[0] * kw["BLOCK_M"] * kw["BLOCK_N"] if kw.get("STREAM_K") else 1,
                                device=c.device, dtype=torch.float32)
         counts = torch.zeros(size[0], device=c.device, dtype=torch.int32)
-        launch = prebound(grouped_persistent_kernel, size, a_desc, a_half_desc, b_desc, c, offsets, partials, counts, G, M, N, K,
+        launch = prebound(grouped_persistent_kernel, size, a_desc, b_desc, c, offsets, partials, counts, G, M, N, K,
                           c.stride(0), c.stride(1), G_PAD=triton.next_power_of_2(G), num_warps=config.num_warps,
                           num_stages=config.num_stages, **kw, **layout)
         launch.counts = counts  # the tests check that every launch leaves them zeroed

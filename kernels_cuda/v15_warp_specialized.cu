@@ -528,6 +528,7 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                 int product, tile_m, tile_n;
                 tile_of(t, product, tile_m, tile_n);
                 const int a_matrix = product * a_step, b_matrix = product * b_step;
+                const bool along_n = groups.along_n();
                 for (int kb = kb0; kb < kb1; ++kb, ++loads) {
                     // Every other round of tiles walks k downwards: it starts on the k-slices of the panels it
                     // shares with the round before that were read last, the likeliest still in L2.
@@ -539,24 +540,30 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                     // B: BN / 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
                     // The operand the cluster's CTAs share (B's tile, or A's where v18 puts them side by side
                     // along N): each CTA loads boxes rank, rank + CLUSTER_M, ... into every CTA of the cluster.
-                    const bool share_a = CLUSTER_M > 1 && groups.along_n(), share_b = CLUSTER_M > 1 && !share_a;
-                    auto load = [&](unsigned char* tile, const TmaDescriptor* map, int2 at, int matrix,
-                                    bool shared) {
+                    auto load = [&](unsigned char* tile, const TmaDescriptor* map, int2 at, int matrix, bool shared) {
                         if (shared) {
                             tma_load_3d_multicast(tile, map, &full[s], at.x, at.y, matrix, (1 << CLUSTER_M) - 1);
                         } else {
                             tma_load_3d(tile, map, &full[s], at.x, at.y, matrix);
                         }
                     };
-                    for (int box = share_a ? rank : 0; box < A_BOXES; box += share_a ? CLUSTER_M : 1) {
+                    auto load_a = [&](int box, bool shared) {
                         const int m = groups.first_row() + tile_m * BM + box * 64;
                         load(a_tiles + s * A_BYTES + box * V15_BOX_BYTES, &a_map,
-                             A_T ? make_int2(m, k0) : make_int2(k0, m), a_matrix, share_a);
-                    }
-                    for (int box = share_b ? rank : 0; box < B_BOXES; box += share_b ? CLUSTER_M : 1) {
+                             A_T ? make_int2(m, k0) : make_int2(k0, m), a_matrix, shared);
+                    };
+                    auto load_b = [&](int box, bool shared) {
                         const int n = tile_n * BN + box * 64;
                         load(b_tiles + s * B_BYTES + box * V15_BOX_BYTES, &b_map,
-                             B_T ? make_int2(k0, n) : make_int2(n, k0), b_matrix, share_b);
+                             B_T ? make_int2(k0, n) : make_int2(n, k0), b_matrix, shared);
+                    };
+                    if (CLUSTER_M > 1 && along_n) {
+                        for (int box = rank; box < A_BOXES; box += CLUSTER_M) load_a(box, true);
+                        for (int box = 0; box < B_BOXES; ++box) load_b(box, false);
+                    } else {
+                        for (int box = 0; box < A_BOXES; ++box) load_a(box, false);
+                        for (int box = CLUSTER_M > 1 ? rank : 0; box < B_BOXES; box += CLUSTER_M)
+                            load_b(box, CLUSTER_M > 1);
                     }
                 }
             });

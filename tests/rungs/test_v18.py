@@ -14,7 +14,7 @@ from implementations.core import bench
 from implementations.core.check import PRECISIONS, check, compare, make_inputs, make_offsets, poison, reference
 from implementations.core.env import set_cublas_math
 from implementations.core.registry import Prepared
-from implementations.core.triton_util import block_of, describe_config
+from implementations.core.triton_util import block_of
 
 from ..helpers import checked_run, gpu_skip_reason, skip_unless_runnable
 
@@ -48,24 +48,21 @@ def one_candidate(search, cand, a, b, offsets) -> Prepared:
 @pytest.mark.parametrize("layout", v18.LAYOUTS)
 def test_every_triton_candidate_on_ragged_groups(layout, N, K, groups, device):
     """Every candidate on a GPU; in the interpreter, which ignores warps, stages and flattening, one per block shape
-    with stream-K, one with half tiles and one with neither (there the grid has a program per tile any M could have,
-    so stream-K deals out every tile's k-blocks)."""
+    with stream-K and one without (there the grid has a program per tile any M could have, so stream-K deals out
+    every tile's k-blocks)."""
     skip_unless_runnable(V18, "triton", "fp16", device)
-    shapes = {(*block_of(c), c.kwargs.get("STREAM_K", False), c.kwargs.get("HALF_TILES", False)): c
-              for c in reversed(v18.TRITON_CONFIGS)}
+    shapes = {(*block_of(c), c.kwargs.get("STREAM_K", False)): c for c in reversed(v18.TRITON_CONFIGS)}
     for config in v18.TRITON_CONFIGS if device.type == "cuda" else shapes.values():
         result = grouped_run(v18.TRITON_SEARCH, config, N, K, groups, layout=layout, device=device.type)
         assert result.status == bench.STATUS_OK, (v18.TRITON_SEARCH.describe(config), result.note, result.worst)
 
 
-@pytest.mark.parametrize("config", [c for c in v18.TRITON_CONFIGS if c.kwargs.get("STREAM_K") or
-                                    c.kwargs.get("HALF_TILES")], ids=describe_config)
-def test_triton_stream_k_and_half_tiles_over_groups_are_right_on_any_grid_run_after_run(config, device):
+@pytest.mark.parametrize("config", [c for c in v18.TRITON_CONFIGS if c.kwargs.get("STREAM_K")], ids=block_of)
+def test_triton_stream_k_over_groups_is_right_on_any_grid_run_after_run(config, device):
     """Eight tiles of 4 k-blocks: on 3 or 5 programs the last round's k-blocks are dealt out, and some runs hold the
     end of one tile and the start of the next, of another group (both of a program's partial slots); on 4 there
     is no last round. Each run must set the counters back to 0, or the next would add too early: three runs, C
-    poisoned between. Half tiles (the last tile rows of the groups of 10, 130, 60 and 300 rows) are dealt out after
-    the whole tiles, two to a turn, from the program after the last whole tile's."""
+    poisoned between."""
     skip_unless_runnable(V18, "triton", "fp16", device)
     groups, N, K = (10, 0, 130, 60, 300, 100), 40, 200
     precision = PRECISIONS["fp16"]
