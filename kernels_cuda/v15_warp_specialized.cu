@@ -40,9 +40,9 @@
 //   - Clusters. The two CTAs of a cluster compute vertically adjacent tiles, which need the same B tile:
 //     each loads half of it and the copy engine multicasts it into both CTAs' shared memory (and signals
 //     both `full` barriers); v18 puts them side by side along N where a group's last tile row is alone,
-//     and they share A's tile the same way. A slot may be refilled only when the consumers of *both* CTAs are done with
-//     it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the cluster
-//     (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
+//     and they share A's tile the same way. A slot may be refilled only when the consumers of *both* CTAs
+//     are done with it, so each consumer warpgroup arrives on the `empty` barrier of every CTA in the
+//     cluster (at CTA scope: see mbar_arrive_cluster in hopper.cuh for what cluster scope cost).
 //   - Layouts. wgmma reads a 16-bit operand from shared memory either K-major or M/N-major (its
 //     transpose bits), and TMA copies boxes of whatever matrix is stored, so a transposed operand costs
 //     nothing: its tile is copied as boxes of the stored matrix (64 columns of it, 128 bytes, per box)
@@ -252,7 +252,8 @@ __device__ __forceinline__ void apply_scales(float (&d)[R], float scale, const f
 
 // The groups hook: v18's Groups (v18_grouped.cu) lays ragged groups of A's rows end to end, each with its own
 // matrix of B, and tells the kernel a tile's group (as its product), the group's first row, the rows of C
-// below which it may write, and whether the cluster's CTAs lie side by side along N (sharing A's tile). The default has none: the tile map below is v15's, and every use folds away.
+// below which it may write, and whether the cluster's CTAs lie side by side along N (sharing A's tile). The
+// default has none: the tile map below is v15's, and every use folds away.
 template <int BM, int BN, int CLUSTER_M, int GROUP_M>
 struct NoGroups {
     static constexpr bool ON = false;
@@ -540,6 +541,8 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
                     // B: BN / 64, each 64 columns of B (or, B_T, 64 rows of the stored N×K)
                     // The operand the cluster's CTAs share (B's tile, or A's where v18 puts them side by side
                     // along N): each CTA loads boxes rank, rank + CLUSTER_M, ... into every CTA of the cluster.
+                    // Two branches, each with its loops' strides known at compile time: loops whose stride was
+                    // picked at run time slowed the clustered tile down (docs/notes/v18.md).
                     auto load = [&](unsigned char* tile, const TmaDescriptor* map, int2 at, int matrix, bool shared) {
                         if (shared) {
                             tma_load_3d_multicast(tile, map, &full[s], at.x, at.y, matrix, (1 << CLUSTER_M) - 1);

@@ -21,10 +21,9 @@
 //     cluster tiles (CTAs stacked along M, sharing B's tile), then its R % CLUSTER_M last tile rows with their
 //     CTAs side by side along N (sharing A's tile), ceil(tiles_n / CLUSTER_M) cluster tiles each. Stacked along
 //     M only, each group of odd tile rows would end in a cluster row half past its end, a row of tiles
-//     computed for nothing. The groups' tiles lie end to end, and v15's scheduler
-//     (Schedule) deals them out unchanged, so
-//     the producer's run-ahead, the alternating k and stream-K (the last, partial round of tiles dealt out by
-//     k-blocks: the tail the ragged groups leave) work across group boundaries as within one product.
+//     computed for nothing. The groups' tiles lie end to end, and v15's scheduler (Schedule) deals them out
+//     unchanged, so the producer's run-ahead, the alternating k and stream-K (the last, partial round of tiles
+//     dealt out by k-blocks: the tail the ragged groups leave) work across group boundaries as within one product.
 //   - Finding a tile's group. Every thread's tiles come in increasing order (its cluster's whole tiles, then
 //     its stream-K run), so each thread keeps a cursor that walks the groups once per launch: O(G + tiles)
 //     per thread, no table in shared memory (the widest candidates leave under 2 KB of it) and no limit on G.
