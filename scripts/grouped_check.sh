@@ -34,7 +34,8 @@ if run compare; then
                     name="grouped_${dtype}_${routing}_${layout}_${timing}"
                     TVC_CACHE_DIR="$LOG_DIR/cache_$name" python compare.py --dtype "$dtype" --rungs 18 \
                         --groups "$routing" --layout "$layout" --timing "$timing" --rounds 3 \
-                        --impl cuda,triton,cublas,grouped_mm,loop_graph --json "$LOG_DIR/$name.json" >"$LOG_DIR/$name.log" 2>&1 || status=1
+                        --impl cuda,triton,cublas,grouped_mm,loop_graph --json "$LOG_DIR/$name.json" \
+                        >"$LOG_DIR/$name.log" 2>&1 || status=1
                     echo "== $name"
                     grep -E -A8 "^[0-9]+x[0-9]+x[0-9]+ G=" "$LOG_DIR/$name.log" | head -n 12
                 done
