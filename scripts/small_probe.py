@@ -27,6 +27,12 @@ strided copy against v14's copy_rows kernel, each timed with events:
 
     python scripts/small_probe.py --pad-copies --sizes 3000x5000x7000
 
+With --layout-copies, the copy of a B of each --sizes shape (K×N, and --batch) into the other storage order and
+back, in fp32, bf16 and fp8: torch's `copy_` against core/relayout's CUDA C and Triton copies at several tiles,
+each timed with events:
+
+    python scripts/small_probe.py --layout-copies --sizes 4096,512 --batch 64
+
 With --profile, each of those runs once, untimed, inside the NVTX ranges that scripts/ncu_sections.sh --probe
 hands Nsight Compute.
 """
@@ -198,6 +204,45 @@ def probe_pad_copies(args, out):
         out[f"pad copy {K}x{N}"] = times
 
 
+def probe_layout_copies(args, out):
+    """--layout-copies: B (K×N) into the other storage order and back, torch's copy_ against core/relayout's copies
+    in each language, at the module's tiles and others (the CUDA C ones compiled here for the probe)."""
+    from unittest import mock
+
+    from implementations.core import relayout
+    from implementations.core.registry import stored_as
+
+    cuda_tiles, triton_tiles = (32, 64), ((32, 4), (64, 4), (64, 8), (128, 8))
+    source = relayout.CudaSource(relayout.__name__, [f"transpose_tiles<{t},{tile}>" for tile in cuda_tiles
+                                                     for _, t in relayout.BITS.values()])
+    for (M, N, K), dtype in itertools.product(args.sizes, (torch.float32, torch.bfloat16, torch.float8_e4m3fn)):
+        shape = (args.batch, K, N) if args.batch else (K, N)
+        stored_b = torch.randn(shape, device="cuda").to(dtype)
+        for src in (stored_b, stored_b.mT.contiguous().mT):  # row-major, then a transposed view
+            dst = stored_as(src, "t" if src.is_contiguous() else "n")
+            copies = {"torch": lambda: dst.copy_(src)}
+            for tile in cuda_tiles:
+                with mock.patch.object(relayout, "TILE", tile), mock.patch.object(relayout, "KERNELS", source):
+                    copies[f"cuda {tile}"] = relayout.bind("cuda", dst, src)
+            for tile, warps in triton_tiles:
+                with mock.patch.object(relayout, "TRITON_TILE", tile), mock.patch.object(relayout, "TRITON_WARPS", warps):
+                    copies[f"triton {tile} w{warps}"] = relayout.bind("triton", dst, src)
+            gb = 2 * src.numel() * src.element_size() / 1e9
+            times = {}
+            for name, copy in copies.items():
+                dst.view(relayout.BITS[dst.element_size()][0]).fill_(-1)
+                copy()
+                torch.cuda.synchronize()
+                assert torch.equal(dst.view(torch.uint8) if dtype.itemsize == 1 else dst,
+                                   src.view(torch.uint8) if dtype.itemsize == 1 else src), name
+                times[name] = events_us(copy)
+            what = f"{'×'.join(map(str, shape))} {str(dtype).removeprefix('torch.')} " + (
+                "row-major to a transposed view" if src.is_contiguous() else "a transposed view to row-major")
+            print(f"== {what}: " + ", ".join(f"{name} {us:.1f} µs ({gb / us * 1e3:.2f} TB/s)"
+                                             for name, us in times.items()), flush=True)
+            out[f"layout copy {what}"] = times
+
+
 def probe_sizes_fp8(args, out):
     """--rung 19 --sizes: v19's candidates in both languages, the swapped ones among them for a few rows, nt, with
     per-tensor scales, plus --cuda and --triton; --swapped no/only leaves the swapped ones out or takes only them."""
@@ -264,6 +309,9 @@ def main() -> int:
                    "cannot write C, instead of staging it for a TMA store")
     p.add_argument("--pad-copies", action="store_true",
                    help="with --sizes: time the copy of each B (K×N) to a 128-byte row pitch, torch's and copy_rows")
+    p.add_argument("--layout-copies", action="store_true",
+                   help="with --sizes: time the copy of each B (K×N, --batch) into the other storage order, torch's "
+                   "and core/relayout's in both languages")
     p.add_argument("--profile", action="store_true",
                    help="with --sizes: run each candidate (and cuBLAS) once inside the NVTX ranges Nsight Compute "
                    "profiles, untimed: scripts/ncu_sections.sh --probe ...")
@@ -278,6 +326,8 @@ def main() -> int:
     out = {}
     if args.sizes and args.pad_copies:
         probe_pad_copies(args, out)
+    elif args.sizes and args.layout_copies:
+        probe_layout_copies(args, out)
     elif args.sizes:
         {11: probe_sizes_fp32, 15: probe_sizes, 19: probe_sizes_fp8}[args.rung](args, out)
     else:

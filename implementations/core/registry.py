@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 
 import torch
 
+from . import relayout
 from .check import EPILOGUES, LAYOUTS, PRECISIONS, output_dtype, parse_epilogue
 from .cuda_c import CudaSource
 from .search import Search
@@ -70,8 +71,9 @@ class Variant:
     tile: tuple[int, int] | None = None
     searches: tuple[Search, ...] = ()  # a tuned rung's searches (core/search.py), one per language it tunes
     # The layouts (check.LAYOUTS) each language's kernel reads in place, by language; absent: row-major
-    # ("nn") only. Any other layout is copied to one it reads, inside the timed call, and the result says so
-    # (fp8's wgmma reads both operands K-major only: its rung reads nt alone).
+    # ("nn") only. Any other layout is copied to one it reads, inside the timed call, by a transposing copy in
+    # the same language (core/relayout.py), and the result says so (fp8's wgmma reads both operands K-major
+    # only: its rung reads nt alone).
     layouts: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # The languages whose kernel computes a whole batch in one launch; the others launch once per matrix
     # (inside the timed call, and the result says so).
@@ -183,13 +185,13 @@ class Variant:
             pick = [(lambda i, t=t: t[i]) if t.dim() == 3 else (lambda i, t=t: t) for t in operands]
             launches = [launcher(pick[0](i), pick[1](i), c[i], **fused, **config) for i in range(batch)]
             notes.append(f"one launch per matrix of the batch of {batch} ({self.stem} {lang} has no batched kernel)")
-        copies = [(dst, src) for dst, src in zip(operands, (a, b)) if dst is not src]
+        copies = [relayout.bind(lang, dst, src) for dst, src in zip(operands, (a, b)) if dst is not src]
         if len(launches) == 1 and not copies:
             return Prepared(launches[0], c, (a, b))
 
         def run():
-            for dst, src in copies:
-                dst.copy_(src)
+            for copy in copies:
+                copy()
             for launch in launches:
                 kernel = launch()
             return kernel
