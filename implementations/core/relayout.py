@@ -18,7 +18,8 @@ Triton ones.
 
 Constraints: src and dst are the same (batch×)M×N view, one stored row-major and the other a transposed view
 of a row-major matrix (each matrix's rows contiguous); elements of 1, 2 or 4 bytes; the batch of dst
-contiguous, that of src any stride (0: a matrix shared by the batch).
+contiguous, that of src any stride (0: a matrix shared by the batch). A src with other strides (a sliced
+operand) is not a change of storage order: torch's `copy_` copies it, in either language.
 """
 
 from __future__ import annotations
@@ -60,21 +61,22 @@ def transpose_tiles_kernel(src, dst, rows, cols, src_pitch, dst_pitch, src_step,
         dst += tl.num_programs(1).to(tl.int64) * dst_step
 
 
-def stored(src: torch.Tensor, dst: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """(src, dst) as the stored matrices, as unsigned integers of their width: dst's stored matrix is the
-    transpose of src's, each row-major."""
-    if (dst[0] if dst.dim() == 3 else dst).mT.is_contiguous():  # dst a transposed view: src is row-major
-        src_rows, dst_rows = src, dst.mT
-    else:
-        src_rows, dst_rows = src.mT, dst
+def stored(src: torch.Tensor, dst: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+    """(src, dst) as the stored matrices, as unsigned integers of their width, where dst's stored matrix is the
+    transpose of src's, each row-major; None where src has other strides (a sliced operand)."""
     if src.dtype != dst.dtype or src.shape != dst.shape or src.element_size() not in BITS:
         raise ValueError(f"relayout copies between views of one shape and dtype of 1, 2 or 4 bytes; got "
                          f"{tuple(src.shape)} {src.dtype} into {tuple(dst.shape)} {dst.dtype}")
-    dst_matrix = dst_rows[0] if dst_rows.dim() == 3 else dst_rows
+    if (dst[0] if dst.dim() == 3 else dst).mT.is_contiguous():  # dst a transposed view: src should be row-major
+        src_rows, dst_rows = src, dst.mT
+    else:
+        src_rows, dst_rows = src.mT, dst
+    if not (dst_rows[0] if dst_rows.dim() == 3 else dst_rows).is_contiguous():
+        raise ValueError(f"relayout copies into a row-major matrix or a transposed view of one; got strides "
+                         f"{dst.stride()}")
     src_matrix = src_rows[0] if src_rows.dim() == 3 else src_rows
-    if not dst_matrix.is_contiguous() or src_matrix.stride(-1) != 1 and src_matrix.shape[-1] > 1:
-        raise ValueError("relayout copies a row-major matrix into a transposed view of one or back; got strides "
-                         f"{src.stride()} into {dst.stride()}")
+    if src_matrix.stride(-1) != 1 and src_matrix.shape[-1] > 1:
+        return None
     as_bits = BITS[src.element_size()][0]
     return src_rows.view(as_bits), dst_rows.view(as_bits)
 
@@ -87,12 +89,18 @@ def steps(src_rows: torch.Tensor, dst_rows: torch.Tensor) -> tuple[int, int, int
 
 
 def bind(lang: str, dst: torch.Tensor, src: torch.Tensor) -> Callable[[], object]:
-    """A launch that copies src into dst in `lang` ("cuda" or "triton"): the same (batch×)M×N view, one stored
-    row-major and the other as a transposed view of a row-major matrix."""
-    src_rows, dst_rows = stored(src, dst)
-    rows, cols = src_rows.shape[-2:]
+    """A launch that copies src into dst in `lang` ("cuda" or "triton"): the same (batch×)M×N view, dst stored
+    row-major or as a transposed view of a row-major matrix, src the other way. A src of other strides (a
+    sliced operand) is copied by torch's `copy_`, elementwise, in either language."""
+    if lang not in ("cuda", "triton"):
+        raise ValueError(f"unknown implementation language {lang!r}")
+    found = stored(src, dst)
     if src.numel() == 0:
         return lambda: None
+    if found is None:
+        return lambda: dst.copy_(src)
+    src_rows, dst_rows = found
+    rows, cols = src_rows.shape[-2:]
     products, src_step, dst_step = steps(src_rows, dst_rows)
     pitches = (src_rows.stride(-2), dst_rows.stride(-2))
     if lang == "cuda":
@@ -101,8 +109,6 @@ def bind(lang: str, dst: torch.Tensor, src: torch.Tensor) -> Callable[[], object
         return bind_cuda(KERNELS, name, grid, (32, 8), (
             src_rows, dst_rows, np.int32(rows), np.int32(cols), *map(np.int64, pitches), np.int64(src_step),
             np.int64(dst_step), np.int32(products)))
-    if lang == "triton":
-        grid = (triton.cdiv(rows, TRITON_TILE) * triton.cdiv(cols, TRITON_TILE), min(products, MAX_GRID_Y))
-        return prebound(transpose_tiles_kernel, grid, src_rows, dst_rows, rows, cols, *pitches, src_step, dst_step,
-                        products, TILE=TRITON_TILE, num_warps=TRITON_WARPS)
-    raise ValueError(f"unknown implementation language {lang!r}")
+    grid = (triton.cdiv(rows, TRITON_TILE) * triton.cdiv(cols, TRITON_TILE), min(products, MAX_GRID_Y))
+    return prebound(transpose_tiles_kernel, grid, src_rows, dst_rows, rows, cols, *pitches, src_step, dst_step,
+                    products, TILE=TRITON_TILE, num_warps=TRITON_WARPS)
