@@ -7,7 +7,7 @@ types only); its *first* operand may come from registers, in any layout. So the 
 of K goes to wgmma from shared memory and the other is read into registers (and rounded there): for nn,
 Cᵀ = Bᵀ·Aᵀ (A's rows are K; Bᵀ from B's N-major tile; the accumulators hold Cᵀ, stored transposed); nt
 the same with Bᵀ from B's K-major tile; tt is nn's mirror, C = A·B with A in registers and B (stored N×K)
-from shared memory. tn has no K-major operand: the shared layer copies A (then it is nn).
+from shared memory. tn has no K-major operand: the shared layer copies one, the smaller (A at equal sizes: nn).
 
 The rest is v15's machinery (producer and consumer warpgroups, setmaxnreg, the full/empty ring, the
 grouped persistent order over every product of a batch, the TMA-store epilogue): each consumer warpgroup
@@ -66,7 +66,7 @@ from .v15_warp_specialized import C_STAGE_BYTES, c_tensor_map, tma_problem
 BM, BN, BK = 256, 128, 32  # the first candidate's tile for nn and nt (tt's is its transpose)
 BR = 128  # the register operand's width per tile: two consumer warpgroups × 64 rows
 THREADS = 384  # a producer warpgroup and two consumer warpgroups
-IN_PLACE = ("nn", "nt", "tt")  # tn: neither operand is K-major as stored; the shared layer copies A (nn)
+IN_PLACE = ("nn", "nt", "tt")  # tn: neither operand is K-major as stored; the shared layer copies one
 TRITON_IN_PLACE = IN_PLACE
 
 

@@ -28,8 +28,8 @@ strided copy against v14's copy_rows kernel, each timed with events:
     python scripts/small_probe.py --pad-copies --sizes 3000x5000x7000
 
 With --layout-copies, the copy of a B of each --sizes shape (K×N, and --batch) into the other storage order and
-back, in fp32, bf16 and fp8: torch's `copy_` against core/relayout's CUDA C and Triton copies at several tiles,
-each timed with events:
+back, in fp32, bf16 and fp8: torch's `copy_` against core/relayout's CUDA C copy and its Triton one at several
+tiles, and a plain copy in the same storage order, each timed with events:
 
     python scripts/small_probe.py --layout-copies --sizes 4096,512 --batch 64
 
@@ -206,35 +206,34 @@ def probe_pad_copies(args, out):
 
 def probe_layout_copies(args, out):
     """--layout-copies: B (K×N) into the other storage order and back, torch's copy_ against core/relayout's copies
-    in each language, at the module's tiles and others (the CUDA C ones compiled here for the probe)."""
+    in each language, the Triton one at its tile and others; "plain" is torch copying B into its own storage
+    order, the bandwidth a transpose can at best reach."""
     from unittest import mock
 
     from implementations.core import relayout
     from implementations.core.registry import stored_as
 
-    cuda_tiles, triton_tiles = (32, 64), ((32, 4), (64, 4), (64, 8), (128, 8))
-    source = relayout.CudaSource(relayout.__name__, [f"transpose_tiles<{t},{tile}>" for tile in cuda_tiles
-                                                     for _, t in relayout.BITS.values()])
+    triton_tiles = ((32, 4), (64, 4), (64, 8), (128, 8))
     for (M, N, K), dtype in itertools.product(args.sizes, (torch.float32, torch.bfloat16, torch.float8_e4m3fn)):
         shape = (args.batch, K, N) if args.batch else (K, N)
         stored_b = torch.randn(shape, device="cuda").to(dtype)
         for src in (stored_b, stored_b.mT.contiguous().mT):  # row-major, then a transposed view
             dst = stored_as(src, "t" if src.is_contiguous() else "n")
-            copies = {"torch": lambda: dst.copy_(src)}
-            for tile in cuda_tiles:
-                with mock.patch.object(relayout, "TILE", tile), mock.patch.object(relayout, "KERNELS", source):
-                    copies[f"cuda {tile}"] = relayout.bind("cuda", dst, src)
+            same = torch.empty_like(src)
+            copies = {"plain": lambda: same.copy_(src), "torch": lambda: dst.copy_(src),
+                      "cuda": relayout.bind("cuda", dst, src)}
             for tile, warps in triton_tiles:
                 with mock.patch.object(relayout, "TRITON_TILE", tile), mock.patch.object(relayout, "TRITON_WARPS", warps):
                     copies[f"triton {tile} w{warps}"] = relayout.bind("triton", dst, src)
             gb = 2 * src.numel() * src.element_size() / 1e9
             times = {}
             for name, copy in copies.items():
-                dst.view(relayout.BITS[dst.element_size()][0]).fill_(-1)
+                target = same if name == "plain" else dst
+                target.view(relayout.BITS[dst.element_size()][0]).fill_(-1)
                 copy()
                 torch.cuda.synchronize()
-                assert torch.equal(dst.view(torch.uint8) if dtype.itemsize == 1 else dst,
-                                   src.view(torch.uint8) if dtype.itemsize == 1 else src), name
+                assert torch.equal(target.view(relayout.BITS[dst.element_size()][0]),
+                                   src.view(relayout.BITS[dst.element_size()][0])), name
                 times[name] = events_us(copy)
             what = f"{'×'.join(map(str, shape))} {str(dtype).removeprefix('torch.')} " + (
                 "row-major to a transposed view" if src.is_contiguous() else "a transposed view to row-major")

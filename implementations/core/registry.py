@@ -200,12 +200,16 @@ class Variant:
 
     def read_layout(self, lang: str, a: torch.Tensor, b: torch.Tensor) -> tuple[str, list[str]]:
         """The layout the kernel will read and the operands ("A", "B") to copy for it (stored_as): none when it
-        reads this layout in place, else the fewest copies that give one it reads (its first, when both are copied)."""
+        reads this layout in place, else one copy where one suffices (the smaller operand; at equal sizes, the
+        layout declared first, the rung's fastest), else both (its first layout)."""
         native = self.layouts.get(lang, ("nn",))
-        for copied in ([], ["A"], ["B"]):
-            for layout in native:
-                if all(reads_as(t, want) for name, t, want in zip("AB", (a, b), layout) if name not in copied):
-                    return layout, copied
+        for layout in native:
+            if all(reads_as(t, want) for t, want in zip((a, b), layout)):
+                return layout, []
+        single = [(t.numel(), i, layout, [name]) for i, layout in enumerate(native)
+                  for name, t, other, want in (("A", a, b, layout[1]), ("B", b, a, layout[0])) if reads_as(other, want)]
+        if single:
+            return min(single, key=lambda option: option[:2])[2:]
         return native[0], ["A", "B"]
 
     @property

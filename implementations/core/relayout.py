@@ -11,9 +11,9 @@ Triton ones.
 
 | concept | CUDA C (kernels_cuda/relayout.cu) | Triton (below) |
 |---|---|---|
-| the tile | `__shared__ T tile[TILE][TILE + 1]`, padded against bank conflicts | `tl.trans(tile)`: the compiler stages it in shared memory |
+| the tile | `__shared__ unsigned tile[TILE][32]`, its words XOR-swizzled against bank conflicts | `tl.trans(tile)`: the compiler stages it in shared memory |
 | read, write | a warp along a row of src, then along a row of dst | `tl.load` and `tl.store` of 2-D blocks, each with its own strides |
-| elements | an unsigned integer of the element's width | the same, through `Tensor.view` |
+| elements | an unsigned integer of the element's width, packed by hand 4 bytes to a word so that every access moves a word | the same integers, through `Tensor.view`; the compiler vectorizes the accesses |
 | the batch | grid axis y, a block walking products y, y + gridDim.y, ... | program axis 1, the same walk |
 
 Constraints: src and dst are the same (batch×)M×N view, one stored row-major and the other a transposed view
@@ -34,12 +34,11 @@ import triton.language as tl
 from .cuda_c import CudaSource, bind as bind_cuda
 from .triton_util import prebound
 
-TILE = 32  # CUDA C: a 32×32 tile, 8 warps of 32 threads
 TRITON_TILE = 64
 TRITON_WARPS = 4
 MAX_GRID_Y = 65535
 BITS = {1: (torch.uint8, "unsigned char"), 2: (torch.int16, "unsigned short"), 4: (torch.int32, "unsigned int")}
-KERNELS = CudaSource(__name__, [f"transpose_tiles<{t},{TILE}>" for _, t in BITS.values()])
+KERNELS = CudaSource(__name__, [f"transpose_tiles<{t}>" for _, t in BITS.values()])
 
 
 @triton.jit
@@ -104,11 +103,15 @@ def bind(lang: str, dst: torch.Tensor, src: torch.Tensor) -> Callable[[], object
     products, src_step, dst_step = steps(src_rows, dst_rows)
     pitches = (src_rows.stride(-2), dst_rows.stride(-2))
     if lang == "cuda":
-        grid = (triton.cdiv(rows, TILE) * triton.cdiv(cols, TILE), min(products, MAX_GRID_Y))
-        name = f"transpose_tiles<{BITS[src.element_size()][1]},{TILE}>"
+        per_word = 4 // src.element_size()
+        tile = 32 * per_word
+        words = all(t.data_ptr() % 4 == 0 for t in (src_rows, dst_rows)) and all(
+            n % per_word == 0 for n in (*pitches, src_step, dst_step))
+        grid = (triton.cdiv(rows, tile) * triton.cdiv(cols, tile), min(products, MAX_GRID_Y))
+        name = f"transpose_tiles<{BITS[src.element_size()][1]}>"
         return bind_cuda(KERNELS, name, grid, (32, 8), (
             src_rows, dst_rows, np.int32(rows), np.int32(cols), *map(np.int64, pitches), np.int64(src_step),
-            np.int64(dst_step), np.int32(products)))
+            np.int64(dst_step), np.int32(products), np.int32(words)))
     grid = (triton.cdiv(rows, TRITON_TILE) * triton.cdiv(cols, TRITON_TILE), min(products, MAX_GRID_Y))
     return prebound(transpose_tiles_kernel, grid, src_rows, dst_rows, rows, cols, *pitches, src_step, dst_step,
                     products, TILE=TRITON_TILE, num_warps=TRITON_WARPS)

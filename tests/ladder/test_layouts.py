@@ -67,6 +67,26 @@ def test_a_matrix_shared_by_the_batch(device):
     assert "copies B" in prepared.note and "one launch per matrix" in prepared.note
 
 
+@pytest.mark.parametrize("layout, shape, expected", [
+    ("nn", (8, 8, 8), ("nn", [])),
+    ("tt", (8, 8, 8), ("tt", [])),
+    ("nt", (8, 8, 8), ("nn", ["B"])),  # one copy either way: the layout declared first
+    ("nt", (8, 2, 8), ("nn", ["B"])),  # B the smaller operand
+    ("nt", (2, 8, 8), ("tt", ["A"])),  # A the smaller operand
+])
+def test_the_shared_layer_copies_the_smaller_operand_once(layout, shape, expected):
+    """v11's CUDA C reads nn, tn, tt in place: nt takes one copy, of whichever operand is smaller."""
+    v11 = select("11")[0]
+    a, b = make_inputs(*shape, PRECISIONS["fp32"], "cpu", 3, layout=layout)
+    assert v11.read_layout("cuda", a, b) == expected
+
+
+def test_two_copies_when_one_does_not_do():
+    v03 = select("3")[0]
+    a, b = make_inputs(4, 5, 6, PRECISIONS["fp32"], "cpu", 3, layout="tt")
+    assert v03.read_layout("triton", a, b) == ("nn", ["A", "B"])
+
+
 def test_a_wrong_matrix_in_the_batch_is_caught(device):
     """A launch per matrix that skips the last one leaves it NaN: the check names the element."""
     v03 = select("3")[0]

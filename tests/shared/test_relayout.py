@@ -55,6 +55,18 @@ def test_copies_a_batch_and_a_matrix_shared_by_it(lang, src_op, device):
 
 
 @pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.parametrize("dtype", DTYPES[1:], ids=str)
+@pytest.mark.parametrize("rows_of", ["padded", "offset"])
+def test_rows_that_do_not_start_on_a_word(lang, dtype, rows_of, device):
+    """Narrow elements go a word at a time only where every row starts on one: a pitch of 68 with 67 columns
+    ends rows mid-word, and a matrix one element into its storage starts every row off a word."""
+    whole = operand((37, 68), dtype, "n", device)
+    src = whole[:, :67] if rows_of == "padded" else whole.flatten()[1:].view(-1)[:37 * 67].view(37, 67)
+    assert torch.equal(bits(copied(lang, src, "t")), bits(src))
+    assert torch.equal(bits(copied(lang, src.mT, "n")), bits(src.mT))
+
+
+@pytest.mark.parametrize("lang", LANGS)
 def test_a_batch_longer_than_the_grid_walks_the_rest(lang, device):
     batch = operand((7, 9, 40), torch.float16, "n", device)
     with mock.patch.object(relayout, "MAX_GRID_Y", 2):
