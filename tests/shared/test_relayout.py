@@ -38,7 +38,7 @@ def copied(lang, src, op):
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 @pytest.mark.parametrize("src_op", ["n", "t"])
-@pytest.mark.parametrize("shape", [(37, 70), (64, 64), (1, 5), (65, 1), (130, 33)], ids=str)
+@pytest.mark.parametrize("shape", [(37, 70), (64, 64), (1, 5), (65, 1), (130, 33), (256, 130)], ids=str)
 def test_copies_into_the_other_storage_order(lang, dtype, src_op, shape, device):
     src = operand(shape, dtype, src_op, device)
     assert torch.equal(bits(copied(lang, src, "t" if src_op == "n" else "n")), bits(src))
