@@ -226,14 +226,14 @@ def probe_layout_copies(args, out):
                 with mock.patch.object(relayout, "TRITON_TILE", tile), mock.patch.object(relayout, "TRITON_WARPS", warps):
                     copies[f"triton {tile} w{warps}"] = relayout.bind("triton", dst, src)
             gb = 2 * src.numel() * src.element_size() / 1e9
+            as_bits = relayout.BITS[src.element_size()][0]
             times = {}
             for name, copy in copies.items():
                 target = same if name == "plain" else dst
-                target.view(relayout.BITS[dst.element_size()][0]).fill_(-1)
+                target.view(as_bits).fill_(-1)
                 copy()
                 torch.cuda.synchronize()
-                assert torch.equal(target.view(relayout.BITS[dst.element_size()][0]),
-                                   src.view(relayout.BITS[dst.element_size()][0])), name
+                assert torch.equal(target.view(as_bits), src.view(as_bits)), name
                 times[name] = events_us(copy)
             what = f"{'×'.join(map(str, shape))} {str(dtype).removeprefix('torch.')} " + (
                 "row-major to a transposed view" if src.is_contiguous() else "a transposed view to row-major")

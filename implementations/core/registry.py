@@ -259,7 +259,7 @@ def layout_of(t: torch.Tensor) -> str:
 def reads_as(t: torch.Tensor, op: str) -> bool:
     """Whether a kernel can read t as op: "n" row-major (or a batch of such matrices), "t" a transposed view of
     one."""
-    matrix = t[0] if t.dim() == 3 and t.shape[0] else t
+    matrix = relayout.matrix(t)
     return (matrix if op == "n" else matrix.mT).is_contiguous()
 
 

@@ -66,18 +66,22 @@ def stored(src: torch.Tensor, dst: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     if src.dtype != dst.dtype or src.shape != dst.shape or src.element_size() not in BITS:
         raise ValueError(f"relayout copies between views of one shape and dtype of 1, 2 or 4 bytes; got "
                          f"{tuple(src.shape)} {src.dtype} into {tuple(dst.shape)} {dst.dtype}")
-    if (dst[0] if dst.dim() == 3 else dst).mT.is_contiguous():  # dst a transposed view: src should be row-major
+    if matrix(dst).mT.is_contiguous():  # dst a transposed view: src should be row-major
         src_rows, dst_rows = src, dst.mT
     else:
         src_rows, dst_rows = src.mT, dst
-    if not (dst_rows[0] if dst_rows.dim() == 3 else dst_rows).is_contiguous():
+    if not matrix(dst_rows).is_contiguous():
         raise ValueError(f"relayout copies into a row-major matrix or a transposed view of one; got strides "
                          f"{dst.stride()}")
-    src_matrix = src_rows[0] if src_rows.dim() == 3 else src_rows
-    if src_matrix.stride(-1) != 1 and src_matrix.shape[-1] > 1:
+    if matrix(src_rows).stride(-1) != 1 and src_rows.shape[-1] > 1:
         return None
     as_bits = BITS[src.element_size()][0]
     return src_rows.view(as_bits), dst_rows.view(as_bits)
+
+
+def matrix(t: torch.Tensor) -> torch.Tensor:
+    """t, or the first matrix of a batch: the strides of one matrix."""
+    return t[0] if t.dim() == 3 and t.shape[0] else t
 
 
 def steps(src_rows: torch.Tensor, dst_rows: torch.Tensor) -> tuple[int, int, int]:

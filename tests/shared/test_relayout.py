@@ -74,8 +74,9 @@ def test_a_batch_longer_than_the_grid_walks_the_rest(lang, device):
 
 
 @pytest.mark.parametrize("lang", LANGS)
-def test_an_empty_operand_copies_nothing(lang, device):
-    src = operand((4, 0), torch.float32, "n", device)
+@pytest.mark.parametrize("shape", [(4, 0), (0, 4, 5)], ids=str)
+def test_an_empty_operand_copies_nothing(lang, shape, device):
+    src = operand(shape, torch.float32, "n", device)
     relayout.bind(lang, stored_as(src, "t"), src)()
 
 
