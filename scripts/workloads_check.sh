@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Layouts, batches, model shapes and the crossover on this GPU: the GPU tests of those parts, then
-# compare.py over NN/NT/TN/TT at 4096³ (bf16 v15, fp32 v11, tf32 v16), batches of small products against
-# torch.bmm, --shapes sets, and the crossover tool. Logs and JSON go to $GPU_LOG_DIR (default ./gpu-logs).
-# PART=tests|layouts|batches|shapes|crossover runs one part (default: all); DTYPES (default "bf16 fp32
+# Layouts, batches, model shapes and the crossover on this GPU: the GPU tests of those parts, the layout
+# copies (core/relayout.py: its tests, then small_probe.py --layout-copies), compare.py over NN/NT/TN/TT at
+# 4096³ (bf16 v15, fp32 v11, tf32 v16), batches of small products against torch.bmm, --shapes sets, and the
+# crossover tool. Logs and JSON go to $GPU_LOG_DIR (default ./gpu-logs).
+# PART=tests|copies|layouts|batches|shapes|crossover runs one part (default: all); DTYPES (default "bf16 fp32
 # tf32") the dtypes of the layouts and batches parts, ROUNDS (default 3) their interleaved rounds; SHAPES
 # (default llama3-8b) the shape sets.
 #   GPU_LOG_DIR=/tmp/logs PART=layouts DTYPES=bf16 scripts/workloads_check.sh
@@ -22,6 +23,13 @@ if run tests; then
     python -m pytest -q -p no:cacheprovider tests/ladder/test_layouts.py tests/ladder/test_searches.py tests/rungs \
         tests/shared/test_shapes.py tests/shared/test_crossover.py 2>&1 | grep -v -i "benchmark" \
         | tail -n 15 | tee "$LOG_DIR/workloads_pytest.log" || status=1
+fi
+if run copies; then
+    python -m pytest -q -p no:cacheprovider tests/shared/test_relayout.py 2>&1 | tail -n 5 \
+        | tee "$LOG_DIR/copies_pytest.log" || status=1
+    python scripts/small_probe.py --layout-copies --sizes 4096 --json "$LOG_DIR/copies_4096.json" || status=1
+    python scripts/small_probe.py --layout-copies --sizes 512 --batch 64 --json "$LOG_DIR/copies_b64x512.json" \
+        || status=1
 fi
 if run layouts; then
     for dtype in $DTYPES; do
