@@ -15,6 +15,27 @@
 constexpr int LANES = 32;  // threads along a row: a warp reads (or writes) 32 consecutive words at a time
 constexpr int ROWS = 8;    // warps per block, each on every ROWS-th row of the tile
 
+// The V elements at `at` as one word, element q in bits 8·sizeof(T)·q up: one 4-byte access where `whole`,
+// else the first n (those inside the matrix) one at a time, the rest 0.
+template <typename T>
+__device__ __forceinline__ unsigned read_chunk(const T* at, int n, bool whole) {
+    constexpr int V = 4 / sizeof(T);
+    if (whole) return *reinterpret_cast<const unsigned*>(at);
+    unsigned word = 0;
+    for (int q = 0; q < V && q < n; ++q) word |= unsigned(at[q]) << (8 * sizeof(T) * q);
+    return word;
+}
+
+template <typename T>
+__device__ __forceinline__ void write_chunk(T* at, unsigned word, int n, bool whole) {
+    constexpr int V = 4 / sizeof(T);
+    if (whole) {
+        *reinterpret_cast<unsigned*>(at) = word;
+        return;
+    }
+    for (int q = 0; q < V && q < n; ++q) at[q] = T(word >> (8 * sizeof(T) * q));
+}
+
 template <typename T>
 __global__ void __launch_bounds__(LANES* ROWS)
     transpose_tiles(const T* __restrict__ src, T* __restrict__ dst, int rows, int cols, long long src_pitch,
@@ -29,43 +50,39 @@ __global__ void __launch_bounds__(LANES* ROWS)
     // ---- 1. map this block to a TILE×TILE tile of src, and to the same elements of dst ----
     const int tiles_c = (cols + TILE - 1) / TILE;
     const int r0 = blockIdx.x / tiles_c * TILE, c0 = blockIdx.x % tiles_c * TILE;
+    // inside the matrix, with rows that start on a word: every access a word. The loops below are written
+    // twice, for this case and the ragged edge, so that each is unrolled with its TILE / ROWS loads in flight.
+    const bool whole_c = words && c0 + TILE <= cols, whole_r = words && r0 + TILE <= rows;
 
     for (long long p = blockIdx.y; p < products; p += gridDim.y) {
-        const T* s = src + p * src_step;
-        T* d = dst + p * dst_step;
+        const T* s = src + p * src_step + (r0 + threadIdx.y) * src_pitch + c0 + V * x;
+        T* d = dst + p * dst_step + (c0 + threadIdx.y) * dst_pitch + r0 + V * x;
         // ---- 2. read the tile a row at a time: a warp on 32 consecutive words of src ----
-#pragma unroll 4
-        for (int i = threadIdx.y; i < TILE; i += ROWS) {
-            const int c = c0 + V * x;
-            const T* from = s + (r0 + i) * src_pitch + c;
-            unsigned word = 0;
-            if (r0 + i < rows) {
-                if (words && c + V <= cols) {
-                    word = *reinterpret_cast<const unsigned*>(from);
-                } else {
-                    for (int q = 0; q < V && c + q < cols; ++q) word |= unsigned(from[q]) << (8 * sizeof(T) * q);
-                }
+        if (whole_c && whole_r) {
+#pragma unroll
+            for (int y = 0; y < TILE / ROWS; ++y) {
+                const int i = threadIdx.y + y * ROWS;
+                tile[i][x ^ (i / V % LANES)] = read_chunk(s + y * ROWS * src_pitch, V, true);
             }
-            tile[i][x ^ (i / V % LANES)] = word;
+        } else {
+#pragma unroll
+            for (int y = 0; y < TILE / ROWS; ++y) {
+                const int i = threadIdx.y + y * ROWS;
+                tile[i][x ^ (i / V % LANES)] =
+                    r0 + i < rows ? read_chunk(s + y * ROWS * src_pitch, cols - c0 - V * x, whole_c) : 0u;
+            }
         }
         __syncthreads();
         // ---- 3. write it a column at a time: lane x packs rows V·x .. V·x + V - 1 into one word of dst ----
-#pragma unroll 4
-        for (int j = threadIdx.y; j < TILE; j += ROWS) {
-            const T* column = reinterpret_cast<const T*>(&tile[0][0]) + j % V;
+        const T* stored = reinterpret_cast<const T*>(&tile[0][0]);
+#pragma unroll
+        for (int y = 0; y < TILE / ROWS; ++y) {
+            const int j = threadIdx.y + y * ROWS;
             unsigned word = 0;
 #pragma unroll
             for (int q = 0; q < V; ++q)
-                word |= unsigned(column[((V * x + q) * LANES + (j / V ^ x)) * V]) << (8 * sizeof(T) * q);
-            const int r = r0 + V * x;
-            T* to = d + (c0 + j) * dst_pitch + r;
-            if (c0 + j < cols) {
-                if (words && r + V <= rows) {
-                    *reinterpret_cast<unsigned*>(to) = word;
-                } else {
-                    for (int q = 0; q < V && r + q < rows; ++q) to[q] = T(word >> (8 * sizeof(T) * q));
-                }
-            }
+                word |= unsigned(stored[((V * x + q) * LANES + (j / V ^ x)) * V + j % V]) << (8 * sizeof(T) * q);
+            if (c0 + j < cols) write_chunk(d + y * ROWS * dst_pitch, word, rows - r0 - V * x, whole_r);
         }
         __syncthreads();  // the next product's reads overwrite the tile
     }
