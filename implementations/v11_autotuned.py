@@ -41,9 +41,9 @@ compilation only: what matches the CUDA tile is written out, layouts, copies, wa
 Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot` candidate runs,
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
-Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (nt is slower
-than copying B; 80-row tiles take A as given only); ALIGNED asks 16-byte rows of C and of the chunked
-operands (B, Aᵀ). Triton reads a transposed A in place and copies a transposed B (a column-major B
+Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (tt as
+Cᵀ = Bᵀ·Aᵀ, nn's copies, C written down its columns; nt is slower than copying B; 80-row tiles do not read
+tn); ALIGNED asks 16-byte rows of C and of the chunked operands (B, Aᵀ). Triton reads a transposed A in place and copies a transposed B (a column-major B
 scatters a warp's reads of consecutive columns over rows: slower than the copy); batches up to 65535.
 
 What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both.
@@ -86,9 +86,11 @@ class Tile(NamedTuple):
     def threads(self) -> int:
         return (self.BM // self.WM) * (self.BN // self.WN) * 32
 
-    def grid(self, M: int, N: int) -> tuple[int]:
-        """A 1-D grid of one block per tile of C (the kernel maps blockIdx.x to a tile in grouped order)."""
-        return (triton.cdiv(M, self.BM) * triton.cdiv(N, self.BN),)
+    def grid(self, M: int, N: int, layout: str = "nn") -> tuple[int]:
+        """A 1-D grid of one block per tile of C, or in tt of Cᵀ (the kernel maps blockIdx.x to a tile in grouped
+        order)."""
+        rows, cols = (N, M) if layout == "tt" else (M, N)
+        return (triton.cdiv(rows, self.BM) * triton.cdiv(cols, self.BN),)
 
     def kernel(self, aligned: bool, layout: str = "nn", batched: bool = False) -> str:
         """The instantiation for a layout ("nn", "nt", "tn", "tt"), rows copied in 16-byte chunks that are
@@ -99,8 +101,8 @@ class Tile(NamedTuple):
     def reads(self, layout: str) -> bool:
         """Whether warptile_block's copies divide this tile in `layout` (its static_asserts): a transposed A's
         stored rows of BM floats go a 16-byte chunk, or a float, per thread in whole passes of the block,
-        which 80-row tiles' 128 threads do not make."""
-        return layout[0] != "t" or all(self.threads % along == 0 and self.BK % (self.threads // along) == 0
+        which 80-row tiles' 128 threads do not make. tt reads nn's way (Cᵀ = Bᵀ·Aᵀ)."""
+        return layout != "tn" or all(self.threads % along == 0 and self.BK % (self.threads // along) == 0
                                        for along in (self.BM // 4, self.BM))
 
     def __str__(self) -> str:
@@ -121,7 +123,7 @@ CUDA_CANDIDATES = (
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
     Tile(64, 64, 8, 32, 32, 4, 8),  # a whole 64×64 product per block: batches of small matrices
     # 4 warps of 80×32 (5 lane rows): one balanced wave where powers of two make a second (1000×1100: 117 tiles,
-    # 257×4099: 132); A as given only (`reads`)
+    # 257×4099: 132); not tn (`reads`)
     Tile(80, 128, 8, 80, 32, 4, 8),
 )
 # A single product runs a kernel without the batch offsets (BATCHED false), except in nt: that layout is not
@@ -166,7 +168,7 @@ def launch_candidate(a, b, c, tile: Tile, source: CudaSource = KERNELS):
         raise ValueError(f"the v11 CUDA kernels write a contiguous C (matrix after matrix), not strides {c.stride()}")
     products, (M, N, K, *_, a_step, b_step, _) = operand_args(a, b, c)
     y = min(products, MAX_GRID[1])  # a longer batch continues along z
-    grid = (*tile.grid(M, N), y, triton.cdiv(products, y))
+    grid = (*tile.grid(M, N, layout), y, triton.cdiv(products, y))
     args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), np.int64(a_step), np.int64(b_step), np.int32(products))
     kernel = tile.kernel(chunked_rows_aligned(a, b, c, layout), layout, batched=products > 1 or layout not in SINGLE)
     return bind(source, kernel, grid, (tile.threads,), args)

@@ -30,9 +30,12 @@ constexpr int blocks_per_sm() {
 }
 
 // A_T: A arrives as the transpose of a row-major K×M matrix (a[k·M + m]), read in place; B_T: B as that
-// of a row-major N×K one (b[n·K + k]). ALIGNED: the rows of C and of the W-major operands start on
-// 16-byte boundaries (B's rows as given, A's stored rows of M when A_T).
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED, bool A_T = false, bool B_T = false>
+// of a row-major N×K one (b[n·K + k]). C_T: C is stored transposed, as a row-major N×M matrix (v11 computes
+// a tt product as Cᵀ = Bᵀ·Aᵀ, whose operands are its stored matrices as given). ALIGNED: the rows of the
+// stored C and of the W-major operands start on 16-byte boundaries (B's rows as given, A's stored rows of M
+// when A_T).
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED, bool A_T = false, bool B_T = false,
+          bool C_T = false>
 __device__ __forceinline__ void warptile_block(const float* __restrict__ a, const float* __restrict__ b,
                                                float* __restrict__ c, int M, int N, int K,
                                                int block_row, int block_col) {
@@ -170,17 +173,32 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
         }
     }
 
-    // ---- 6. write back, a float4 at a time ----
+    // ---- 6. write back, a float4 at a time: along a row of C, or (C_T) down a column of C, a row of the
+    // stored matrix. Either way a warp's store covers whole sectors (nn: 4 rows × 128 bytes, C_T: 8 × 64) ----
+    const int row0 = block_row + warp_row + lane_row, col0 = block_col + warp_col + lane_col;
+    if constexpr (C_T) {
+        // mi innermost: its steps are 16 floats along the stored row, offsets of one address
 #pragma unroll
-    for (int mi = 0; mi < M_ITER; ++mi)
+        for (int ni = 0; ni < N_ITER; ++ni)
 #pragma unroll
-        for (int i = 0; i < 4; ++i)
+            for (int j = 0; j < 4; ++j)
 #pragma unroll
-            for (int ni = 0; ni < N_ITER; ++ni) {
-                const float* v = &acc[mi * 4 + i][ni * 4];
-                store4(c, block_row + warp_row + mi * 16 + lane_row + i, block_col + warp_col + ni * 32 + lane_col,
-                       M, N, ALIGNED, make_float4(v[0], v[1], v[2], v[3]));
-            }
+                for (int mi = 0; mi < M_ITER; ++mi) {
+                    const int col = ni * 4 + j;
+                    store4(c, col0 + ni * 32 + j, row0 + mi * 16, N, M, ALIGNED,
+                           make_float4(acc[mi * 4][col], acc[mi * 4 + 1][col], acc[mi * 4 + 2][col], acc[mi * 4 + 3][col]));
+                }
+    } else {
+#pragma unroll
+        for (int mi = 0; mi < M_ITER; ++mi)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int ni = 0; ni < N_ITER; ++ni) {
+                    const float* v = &acc[mi * 4 + i][ni * 4];
+                    store4(c, row0 + mi * 16 + i, col0 + ni * 32, M, N, ALIGNED, make_float4(v[0], v[1], v[2], v[3]));
+                }
+    }
 }
 
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED>

@@ -5,12 +5,14 @@
 // C (M×N) = A (M×K) · B (K×N), fp32, C row-major. A_T: A arrives as the transpose of a row-major K×M
 // matrix, B_T: B as that of a row-major N×K one; both read in place by v10's `warptile_block` (a K-major
 // operand copied 4 bytes at a time into a padded, transposed tile, an M- or N-major one in 16-byte
-// chunks). Batch: `products` products; matrix p of A at a + p·a_step (a_step 0: one A shared by the
-// batch), of B at b + p·b_step, of C at c + p·M·N. Launch: block (BM/WM)·(BN/WN)·32 threads, grid
-// (ceil(M/BM)·ceil(N/BN), min(products, 65535), ceil(products/65535)). Template <BM, BN, BK, WM, WN,
-// STAGES, GROUP_M, ALIGNED, A_T, B_T, BATCHED>; needs sm_80+. ALIGNED: the rows of C and of the operands
-// copied in 16-byte chunks (B unless B_T, A if A_T) start on 16-byte boundaries in every matrix of the
-// batch. BATCHED false: one product, compiled without the batch offsets, which would otherwise turn the
+// chunks). Both (tt): Cᵀ = Bᵀ·Aᵀ is an nn product of the stored matrices, computed with nn's copies in
+// tiles of Cᵀ (BM rows along N, BN columns along M) and written down C's columns. Batch: `products`
+// products; matrix p of A at a + p·a_step (a_step 0: one A shared by the batch), of B at b + p·b_step, of
+// C at c + p·M·N. Launch: block (BM/WM)·(BN/WN)·32 threads, grid (ceil(M/BM)·ceil(N/BN), or for tt
+// ceil(N/BM)·ceil(M/BN); min(products, 65535); ceil(products/65535)). Template <BM, BN, BK, WM, WN, STAGES,
+// GROUP_M, ALIGNED, A_T, B_T, BATCHED>; needs sm_80+. ALIGNED: the rows of C and of the operands copied in
+// 16-byte chunks (B unless B_T, A if A_T) start on 16-byte boundaries in every matrix of the batch.
+// BATCHED false: one product, compiled without the batch offsets, which would otherwise turn the
 // operands' base addresses from kernel parameters into registers inside the k-loop (docs/notes/v11.md).
 // Blocks are scheduled roughly in blockIdx order. In row-major order the blocks in flight at one time
 // cover a few block rows and *all* block columns, so every column panel of B is streamed from DRAM
@@ -33,8 +35,14 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, blocks_per_sm<BM, 
         b += product * b_step;
         c += product * M * N;
     }
-    // ---- 1. map this block to a tile of C, GROUP_M block rows at a time, column by column ----
+    // ---- 1. map this block to a tile of C (tt: of Cᵀ), GROUP_M block rows at a time, column by column ----
     int block_m, block_n;
-    grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, block_m, block_n);
-    warptile_block<BM, BN, BK, WM, WN, STAGES, ALIGNED, A_T, B_T>(a, b, c, M, N, K, block_m * BM, block_n * BN);
+    if constexpr (A_T && B_T) {  // Cᵀ = Bᵀ·Aᵀ: the stored matrices as given, C written transposed
+        grouped_tile(blockIdx.x, (N + BM - 1) / BM, (M + BN - 1) / BN, GROUP_M, block_n, block_m);
+        warptile_block<BM, BN, BK, WM, WN, STAGES, ALIGNED, false, false, true>(b, a, c, N, M, K, block_n * BM,
+                                                                              block_m * BN);
+    } else {
+        grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, block_m, block_n);
+        warptile_block<BM, BN, BK, WM, WN, STAGES, ALIGNED, A_T, B_T>(a, b, c, M, N, K, block_m * BM, block_n * BN);
+    }
 }

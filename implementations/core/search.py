@@ -20,7 +20,7 @@ A rung's part:
 - `describe(candidate)`, and `family(candidate)` where candidates come in kinds (v11's Triton side races
   `tl.dot` configs against Gluon tiles): the report names the best of every other family too.
 - `reads(candidate, layout)`, where some candidates do not take every layout the rung reads in place (v11's
-  80-row CUDA tiles take A as given only): a search times those `offered(layout)`.
+  80-row CUDA tiles do not read tn): a search times those `offered(layout)`.
 
 At the first call for a problem (rung, language, GPU, dtype, layout, M, N, K, strides and 16-byte
 alignment, epilogue, groups, per-row scales: what the kernels are specialised on) the choice comes from

@@ -170,14 +170,28 @@ def test_one_product_takes_the_kernel_without_batch_offsets(monkeypatch):
 
 def test_the_search_offers_a_layout_only_the_tiles_whose_copies_divide_in_it():
     """A transposed A's rows of 80 floats do not split over 80-row tiles' 128 threads: those tiles are offered,
-    and instantiated, for A as given only; every other candidate reads every layout."""
+    and instantiated, for every layout but tn (tt reads the stored matrices as given: Cᵀ = Bᵀ·Aᵀ); every other
+    candidate reads every layout."""
     eighty = [tile for tile in v11.CUDA_CANDIDATES if tile.BM == 80]
-    assert eighty and all(tile.reads("nn") and tile.reads("nt") and not tile.reads("tn") for tile in eighty)
+    assert eighty and all(tile.reads(layout) == (layout != "tn") for tile in eighty for layout in LAYOUTS)
     for layout in LAYOUTS:
         offered = v11.CUDA_SEARCH.offered(layout)
-        assert offered == tuple(t for t in v11.CUDA_CANDIDATES if layout[0] == "n" or t.BM != 80), layout
+        assert offered == tuple(t for t in v11.CUDA_CANDIDATES if layout != "tn" or t.BM != 80), layout
     assert not any(tile.kernel(aligned, "tn") in v11.KERNELS.kernels for tile in eighty for aligned in (True, False))
-    assert all(tile.kernel(aligned, "nn") in v11.KERNELS.kernels for tile in eighty for aligned in (True, False))
+    assert all(tile.kernel(aligned, layout) in v11.KERNELS.kernels
+               for tile in eighty for aligned in (True, False) for layout in ("nn", "tt"))
+
+
+def test_tt_launches_one_block_per_tile_of_c_transposed(monkeypatch):
+    """tt computes Cᵀ = Bᵀ·Aᵀ in BM×BN tiles of Cᵀ: at M = 300, N = 5 a 128×256 tile makes 1 × 2 blocks where
+    C's own tiles would make 3 × 1."""
+    launches = []
+    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args: launches.append(grid))
+    tile = next(t for t in v11.CUDA_CANDIDATES if (t.BM, t.BN) == (128, 256))
+    for layout in ("nn", "tt"):
+        a, b = make_inputs(300, 5, 7, FP32, "cpu", 1, layout=layout)
+        v11.launch_candidate(a, b, torch.empty(300, 5), tile)
+    assert launches == [(3, 1, 1), (2, 1, 1)]
 
 
 def test_other_strides_are_refused_in_one_line():
