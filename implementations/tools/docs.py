@@ -28,6 +28,8 @@ Kinds (sources are documents of `compare.py --json`, or `--csv` rows with their 
 - scaling DOC...        several distributed runs of the same sizes: per size, kernel and strategy, each
                         run's scaling efficiency, their median, and median T1 / (W·median T_W);
                         size= keeps one size.
+- copies PROBE...        `small_probe.py --layout-copies` probes, one per form of the CUDA C copy: µs per
+                        copy of size= (default 4096×4096) into the other storage order, per element width.
 - index DIR             every file under DIR with its device and date (result documents) and the pages,
                         tables and rung docstrings that name it.
 rungs=1-11 (numbers and ranges) keeps those rungs in any table; cuBLAS always stays. A row whose every
@@ -513,6 +515,52 @@ def scaling(sources: list[str], ctx: Context) -> str:
     return _with_notes(_table(header, body), [], ctx, sources)
 
 
+COPY_WIDTHS = {"float32": "fp32", "bfloat16": "bf16", "float8_e4m3fn": "fp8"}
+
+
+def copies(sources: list[str], ctx: Context) -> str:
+    """`small_probe.py --layout-copies` probes, one per form of the CUDA C copy: µs to copy a size= matrix (or
+    batch, "64×512×512") into the other storage order, the mean of both directions, per element width. torch's
+    copy_, the same-order copy (the ceiling) and the Triton tiles come from the last source, then one CUDA C row
+    per source, named by its `form`."""
+    size = ctx.options.get("size", "4096×4096")
+    pattern = re.compile(rf"layout copy {re.escape(size)} (\S+) .*")
+
+    def times(source: str) -> tuple[dict, dict[str, dict[str, float]]]:
+        path = ctx.root / source
+        if not path.is_file():
+            raise DocsError(f"{path}: no such results file")
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        per: dict[str, dict[str, list[float]]] = {}
+        for key, timed in doc.items():
+            match = pattern.fullmatch(key)
+            if match and isinstance(timed, dict):
+                for who, us in timed.items():
+                    per.setdefault(who, {}).setdefault(COPY_WIDTHS.get(match.group(1), match.group(1)), []).append(us)
+        if not per:
+            raise DocsError(f"{source}: no layout copy of {size}")
+        return doc, {who: {w: sum(v) / len(v) for w, v in by.items()} for who, by in per.items()}
+
+    timed = [times(source) for source in sources]
+    widths = list(dict.fromkeys(w for _, per in timed for by in per.values() for w in by))
+
+    def label(who: str) -> str:  # "torch", "plain", "triton 64 w4": a 64×64 block, 4 warps
+        if who in ("torch", "plain"):
+            return f"torch copy_ {'in the same' if who == 'plain' else 'into the other'} storage order"
+        _, tile, warps = who.split()
+        return f"Triton, {tile}×{tile} block, {warps.removeprefix('w')} warps"
+
+    rows = [(label(who), by) for who, by in timed[-1][1].items() if not who.startswith("cuda")]
+    forms = []
+    for (doc, per), source in zip(timed, sources):
+        form = doc.get("form", Path(source).stem)
+        forms.append(f"- {form} (from {ctx.link(source)}, {doc.get('device', '')}, {doc.get('date', '')})")
+        rows += [(f"CUDA C, {form.split(':')[0]}" + (f", a {who.split()[1]}-element tile" if " " in who else ""), by)
+                 for who, by in per.items() if who.startswith("cuda")]
+    body = [[name] + [_num(by.get(w), ".1f") for w in widths] for name, by in rows]
+    return _table(["copy (µs)"] + widths, body) + "\n\n" + "\n".join(forms)
+
+
 # ---- the index of a results folder ---------------------------------------------------------------------
 
 
@@ -677,7 +725,7 @@ def index(sources: list[str], ctx: Context) -> str:
 
 KINDS: dict[str, Callable[[list[str], Context], str]] = {
     "headline": headline, "ladder": ladder, "pct": pct, "sizes": sizes, "sweep": sweep, "ncu": ncu,
-    "distributed": distributed, "scaling": scaling, "index": index,
+    "distributed": distributed, "scaling": scaling, "index": index, "copies": copies,
 }
 
 

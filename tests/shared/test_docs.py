@@ -119,6 +119,32 @@ def test_scaling_sets_runs_side_by_side(tmp_path):
     assert "4x4x4" not in table
 
 
+def test_copies_puts_each_probes_cuda_form_under_the_last_probes_baselines(tmp_path):
+    """Two probes of two CUDA C forms: torch and Triton from the last, a CUDA C row from each (two tiles in the
+    first), each time the mean of both directions; a probe without the size asked for is refused."""
+    def probe(name, form, cuda):
+        timed = lambda scale: {"plain": 10 * scale, "torch": 30 * scale, "triton 64 w4": 11 * scale, **cuda(scale)}
+        doc = {"device": "GPU", "date": "today", "form": form,
+               **{f"layout copy 8×8 {dtype} {way}": timed(scale * (1 if way.startswith("row") else 3))
+                  for dtype, scale in (("float32", 1), ("bfloat16", 0.5)) for way in ("row-major to a view", "a view back")}}
+        (tmp_path / name).write_text(json.dumps(doc))
+
+    probe("one.json", "first form: an element a thread", lambda s: {"cuda 32": 20 * s, "cuda 64": 40 * s})
+    probe("two.json", "second form: a word a thread", lambda s: {"cuda": 12 * s})
+    table = docs.generate("copies one.json two.json size=8×8", tmp_path, tmp_path / "page.md")
+    rows = {cells[0]: cells[1:] for line in table.splitlines() if line.startswith("| ")
+            for cells in [[c.strip() for c in line.split("|")[1:-1]]]}
+    assert rows["copy (µs)"] == ["fp32", "bf16"]
+    assert rows["torch copy_ into the other storage order"] == ["60.0", "30.0"]
+    assert rows["Triton, 64×64 block, 4 warps"] == ["22.0", "11.0"]
+    assert rows["CUDA C, first form, a 32-element tile"] == ["40.0", "20.0"]
+    assert rows["CUDA C, first form, a 64-element tile"] == ["80.0", "40.0"]
+    assert rows["CUDA C, second form"] == ["24.0", "12.0"]
+    assert "- first form: an element a thread (from [one.json](one.json), GPU, today)" in table
+    with pytest.raises(docs.DocsError, match="no layout copy of 4096×4096"):
+        docs.generate("copies one.json", tmp_path, tmp_path / "page.md")
+
+
 @pytest.mark.parametrize("spec, message", [
     ("nothing run.json", "unknown table kind"),
     ("ladder missing.json", "no such results file"),
