@@ -42,10 +42,9 @@ Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot`
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
 Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (tt as Cᵀ =
-Bᵀ·Aᵀ, nn's copies, C written down its columns; nt is slower than copying B; 80-row tiles do not read tn);
-ALIGNED asks 16-byte rows of C and of the chunked operands (B, Aᵀ). Triton reads a transposed A in place
-and copies a transposed B (a column-major B scatters a warp's reads of consecutive columns over rows:
-slower than the copy); batches up to 65535.
+Bᵀ·Aᵀ: nn's copies, C written by columns; nt copies B, faster than in place; 80-row tiles skip tn); ALIGNED
+asks 16-byte rows of C and of the chunked operands (B, Aᵀ). Triton reads Aᵀ in place and copies a
+transposed B (reading it in place scatters a warp over rows: slower); batches up to 65535.
 
 What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both.
 Its story (measurements, what was tried): docs/notes/v11.md.
