@@ -4,8 +4,9 @@
 # 4096³ (bf16 v15, fp32 v11, tf32 v16), batches of small products against torch.bmm, --shapes sets, and the
 # crossover tool. Logs and JSON go to $GPU_LOG_DIR (default ./gpu-logs).
 # PART=tests|copies|layouts|batches|shapes|crossover runs one part (default: all); DTYPES (default "bf16 fp32
-# tf32") the dtypes of the layouts and batches parts, ROUNDS (default 3) their interleaved rounds; SHAPES
-# (default llama3-8b) the shape sets.
+# tf32") the dtypes of the layouts and batches parts, ROUNDS (default 3) their interleaved rounds, FLUSH (zero or
+# clean: compare.py --flush; clean suffixes the files "_clean") their L2 flush; SHAPES (default llama3-8b) the
+# shape sets.
 #   GPU_LOG_DIR=/tmp/logs PART=layouts DTYPES=bf16 scripts/workloads_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,8 @@ LOG_DIR=${GPU_LOG_DIR:-./gpu-logs}
 PART=${PART:-all}
 DTYPES=${DTYPES:-bf16 fp32 tf32}
 ROUNDS=${ROUNDS:-3}
+FLUSH=${FLUSH:-zero}
+SUFFIX=$([ "$FLUSH" = zero ] || echo "_$FLUSH")
 mkdir -p "$LOG_DIR"
 export PYTHONUNBUFFERED=1
 status=0
@@ -34,18 +37,19 @@ fi
 if run layouts; then
     for dtype in $DTYPES; do
         python compare.py --dtype "$dtype" --rungs "$(rung_of "$dtype")" --layout nn,nt,tn,tt --sizes 4096 \
-            --rounds "$ROUNDS" --impl cuda,triton,cublas --json "$LOG_DIR/layouts_$dtype.json" \
-            >"$LOG_DIR/layouts_$dtype.log" 2>&1 || status=1
-        grep -A8 "^4096x" "$LOG_DIR/layouts_$dtype.log" | grep -v "^--$" | head -n 40
+            --rounds "$ROUNDS" --flush "$FLUSH" --impl cuda,triton,cublas --json "$LOG_DIR/layouts_$dtype$SUFFIX.json" \
+            >"$LOG_DIR/layouts_$dtype$SUFFIX.log" 2>&1 || status=1
+        grep -A8 "^4096x" "$LOG_DIR/layouts_$dtype$SUFFIX.log" | grep -v "^--$" | head -n 40
     done
 fi
 if run batches; then
     for dtype in $DTYPES; do
         for case in 4096x64 1024x128 256x256 64x512; do
             python compare.py --dtype "$dtype" --rungs "$(rung_of "$dtype")" --batch "${case%x*}" --sizes "${case#*x}" \
-                --rounds "$ROUNDS" --impl cuda,triton,cublas --json "$LOG_DIR/batch_${dtype}_$case.json" \
-                >"$LOG_DIR/batch_${dtype}_$case.log" 2>&1 || status=1
-            grep -A6 "^${case%x*}×" "$LOG_DIR/batch_${dtype}_$case.log" | head -n 7
+                --rounds "$ROUNDS" --flush "$FLUSH" --impl cuda,triton,cublas \
+                --json "$LOG_DIR/batch_${dtype}_$case$SUFFIX.json" >"$LOG_DIR/batch_${dtype}_$case$SUFFIX.log" 2>&1 \
+                || status=1
+            grep -A6 "^${case%x*}×" "$LOG_DIR/batch_${dtype}_$case$SUFFIX.log" | head -n 7
         done
     done
 fi

@@ -5,6 +5,8 @@ checks it against the float64 reference; only a result that passed is timed. Tim
 `do_bench` (CUDA events around each call, the L2 flushed before each call by zeroing a 256 MB
 buffer, warm-up first) or `do_bench_cudagraph` (many calls captured in one CUDA graph, for sizes
 where launch overhead would dominate), and keeps every sample so the median comes with its spread.
+The zeroing leaves the L2 full of dirty lines, and the timed call writes them back as it evicts them;
+with a clean flush (`events_ms`) a read of a second buffer follows, so the call pays for its own traffic.
 The CPU baseline (torch on the host) is timed with the wall clock, one call after another.
 """
 
@@ -38,6 +40,7 @@ FAILED = (STATUS_WRONG, STATUS_ERROR, STATUS_FAULT, STATUS_TIMEOUT)  # what make
 
 
 GRAPH_REPLAYS = 10  # how many times do_bench_cudagraph replays its graph: the samples of one measurement
+FLUSHES = ("zero", "clean")  # events timing's L2 flush (compare.py --flush)
 
 
 @dataclass
@@ -49,6 +52,12 @@ class TimingOptions:
     warmup_ms: float = 25.0
     rep_ms: float = 200.0  # timed per measurement, in either mode (in a graph: all its replays together)
     min_runs: int = 10  # slow kernels still get this many timed runs
+    flush: str = "zero"  # events: how the L2 is emptied before each call (FLUSHES, events_ms)
+
+    @property
+    def label(self) -> str:
+        """The timing a result records: "events", "graph" or "events, clean flush"."""
+        return self.mode if self.mode == "graph" or self.flush == "zero" else f"{self.mode}, {self.flush} flush"
 
 
 def size_label(shape: tuple[int, int, int], layout: str = "nn", batch: int = 0, epilogue: str = "none",
@@ -162,7 +171,7 @@ def time_ms(fn: Callable[[], object], options: TimingOptions, device: torch.devi
     """Every timed sample of fn in ms: CUDA events on a GPU, the wall clock for the CPU baseline."""
     if device.type != "cuda":
         return time_cpu_ms(fn, options)
-    from triton.testing import do_bench, do_bench_cudagraph
+    from triton.testing import do_bench_cudagraph
 
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
@@ -173,8 +182,46 @@ def time_ms(fn: Callable[[], object], options: TimingOptions, device: torch.devi
     if options.mode == "graph":  # do_bench_cudagraph's rep is one replay's length
         rep = max(options.rep_ms / GRAPH_REPLAYS, options.min_runs * call)
         return list(do_bench_cudagraph(fn, rep=rep, return_mode="all"))
-    return list(do_bench(fn, warmup=options.warmup_ms, rep=max(options.rep_ms, options.min_runs * call),
-                         return_mode="all"))
+    return list(events_ms(fn, warmup=options.warmup_ms, rep=max(options.rep_ms, options.min_runs * call),
+                          flush=options.flush, return_mode="all"))
+
+
+def events_ms(fn: Callable[[], object], warmup: float, rep: float, flush: str = "zero", return_mode: str = "mean"):
+    """do_bench with this L2 flush before each call (FLUSHES). zero (do_bench's own): the call starts with the L2 full
+    of the flush's dirty lines and shares their write-back, as after a kernel that wrote that much. clean: a
+    read of a second buffer of the same size follows the zeroing, which writes those lines back before the
+    call and leaves clean ones, as Nsight Compute's cache control does: the call pays for its own traffic."""
+    from triton import runtime
+    from triton.testing import do_bench
+
+    if flush not in FLUSHES:
+        raise ValueError(f"unknown L2 flush {flush!r}; known: {', '.join(FLUSHES)}")
+    if flush == "zero":
+        return do_bench(fn, warmup=warmup, rep=rep, return_mode=return_mode)
+    driver = runtime.driver.active
+    if not hasattr(driver, "clear_cache"):
+        raise RuntimeError("a clean L2 flush: this Triton's do_bench has no clear_cache to extend")
+    zero = driver.clear_cache
+
+    def zero_then_read(cache):
+        zero(cache)
+        _clean_buffer(cache).sum()
+
+    driver.clear_cache = zero_then_read
+    try:
+        return do_bench(fn, warmup=warmup, rep=rep, return_mode=return_mode)
+    finally:
+        driver.clear_cache = zero
+
+
+_CLEAN_BUFFERS: dict[torch.device, torch.Tensor] = {}
+
+
+def _clean_buffer(like: torch.Tensor) -> torch.Tensor:
+    """A buffer as large as do_bench's flush buffer, on its device, allocated once."""
+    if like.device not in _CLEAN_BUFFERS:
+        _CLEAN_BUFFERS[like.device] = torch.ones(like.numel(), dtype=like.dtype, device=like.device)
+    return _CLEAN_BUFFERS[like.device]
 
 
 def time_cpu_ms(fn: Callable[[], object], options: TimingOptions) -> list[float]:
@@ -189,7 +236,7 @@ def time_cpu_ms(fn: Callable[[], object], options: TimingOptions) -> list[float]
     return samples
 
 
-def l2_flush(device: torch.device) -> str:
+def l2_flush(device: torch.device, flush: str = "zero") -> str:
     """What do_bench does before each timed call to empty the L2, checked to evict it: it zeroes a buffer,
     which must be at least twice the L2 (the device's reported size)."""
     from triton import runtime
@@ -200,7 +247,9 @@ def l2_flush(device: torch.device) -> str:
     if size < 2 * l2:
         raise RuntimeError(f"do_bench's L2 flush writes {size / 2**20:.0f} MiB, less than twice this GPU's "
                            f"{l2 / 2**20:.0f} MiB L2: timed calls could find their operands cached")
-    return f"{size / 2**20:.0f} MiB zeroed before each timed call ({size / l2:.1f}× the {l2 / 2**20:.0f} MiB L2)"
+    read = f", then another {size / 2**20:.0f} MiB read," if flush == "clean" else ""
+    return (f"{size / 2**20:.0f} MiB zeroed{read} before each timed call ({size / l2:.1f}× the "
+            f"{l2 / 2**20:.0f} MiB L2)")
 
 
 def copy_bandwidth(device: torch.device, nbytes: int = 2**30) -> float:
@@ -299,7 +348,7 @@ def measure(
         except Exception as exc:
             result.status, result.note = STATUS_ERROR, f"checked ok, then timing failed: {_one_line(exc)}"
             return result
-        result.timing = timing.mode
+        result.timing = timing.label
         summarize(result, cublas_ms, cpu_ms, unfused_ms, grouped_mm_ms, loop_graph_ms)
     else:
         prepared.run()

@@ -120,6 +120,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="events: CUDA events per call, L2 flushed between calls; graph: many calls in one CUDA "
                         "graph, for small sizes where launch overhead dominates; the tuned rungs' searches time "
                         "their candidates the same way, and keep each mode's choice apart (default: events)")
+    p.add_argument("--flush", choices=bench.FLUSHES, default="zero",
+                   help="events timing: how the L2 is emptied before each call. zero: do_bench's own, a 256 MB "
+                        "buffer zeroed, which leaves the L2 full of dirty lines that the timed call writes back "
+                        "as it evicts them (as after a kernel that wrote that much); clean: then a read of another "
+                        "256 MB, so the call starts from clean lines and pays for its own traffic alone (as Nsight "
+                        "Compute's cache control); the searches flush the same way (default: zero)")
     p.add_argument("--warmup", type=positive(float), default=25.0, metavar="MS",
                    help="warm-up time per measurement (ms)")
     p.add_argument("--rep", type=positive(float), default=200.0, metavar="MS", help="timed time per measurement (ms)")
@@ -267,7 +273,7 @@ def run_tasks(tasks: list[Task], log: report.ResultLog, *, dtype: str, device: t
                 of = f", round {r + 1} of {rounds}" if rounds > 1 else ""
                 tqdm.write(f"[{step}/{total}{of}] {task.label}: {result.status}{timed}", file=sys.stderr)
         if rounds > 1:
-            pool_rounds(group, results, f"{timing.mode if timing else 'none'}, {rounds} rounds")
+            pool_rounds(group, results, f"{timing.label if timing else 'none'}, {rounds} rounds")
             log.finish(results.values())
     bar.close()
 
@@ -410,8 +416,9 @@ def timing_description(args) -> str:
         return (f"graph: do_bench_cudagraph, one CUDA graph of >= {args.rep / bench.GRAPH_REPLAYS:g} ms and >= "
                 f"{args.min_runs} calls, {bench.GRAPH_REPLAYS} replays, median of the replays' mean per call; no L2 "
                 f"flush between calls{rounds}")
-    return (f"events: do_bench, warm-up {args.warmup} ms, >= {args.rep} ms and >= {args.min_runs} calls each "
-            f"timed alone after an L2 flush, median with 20-80 percentile spread{rounds}")
+    clean = ", clean flush" if args.flush == "clean" else ""
+    return (f"events{clean}: do_bench, warm-up {args.warmup} ms, >= {args.rep} ms and >= {args.min_runs} calls "
+            f"each timed alone after an L2 flush, median with 20-80 percentile spread{rounds}")
 
 
 def tuning_description(retune: bool) -> str:
@@ -475,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
             print(shapes.listing())
             return 0
         args.sizes = shapes.run_sizes(args.shapes)
+    if args.flush != "zero" and (args.timing == "graph" or args.distributed or args.nproc):
+        print("--flush applies to events timing in the single-GPU comparison: graph timing does not flush between "
+              "calls, and --distributed and --nproc time with do_bench's own flush", file=sys.stderr)
+        return 2
     own_layout = ("nt",) if PRECISIONS[args.dtype].scaled else ("nn",)  # the layout fp8 tensor cores read, else nn
     if args.layout is None:
         args.layout = own_layout
@@ -547,7 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     env = environment(device)
     if gpu:
         env["copy bandwidth"] = f"{bench.copy_bandwidth(device):.0f} GB/s (read + write, 1 GiB torch copy)"
-        env["L2 flush"] = bench.l2_flush(device)
+        env["L2 flush"] = bench.l2_flush(device, args.flush)
     env.update({"cuBLAS setting": cublas_mode, "dtype": args.dtype, "inputs": args.inputs, "seed": str(seed),
                 "kernel caches": "on-disk caches allowed" if args.disk_cache else "off: every kernel compiled afresh",
                 "timing": timing_description(args) if gpu else "none",
@@ -560,7 +571,7 @@ def main(argv: list[str] | None = None) -> int:
               "rungs are compiled by nvcc; NOTHING IS TIMED.")
         if max(max(s) for s in sizes) > INTERPRETER_COMFORT:
             print(f"(sizes above {INTERPRETER_COMFORT} take minutes in the interpreter)")
-    timing = bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs) if gpu else None
+    timing = bench.TimingOptions(args.timing, args.warmup, args.rep, args.min_runs, args.flush) if gpu else None
     log = report.ResultLog(env, csv_path=args.csv, json_path=args.json, markdown_path=args.markdown)
     if args.shapes:
         log.add_section("Shapes", shapes.legend(args.shapes, "github"))
@@ -569,7 +580,8 @@ def main(argv: list[str] | None = None) -> int:
     # The libraries read these at compile time, the searches at their first call, in this process and in the
     # workers it spawns (which inherit the environment); patch.dict puts the caller's environment back after.
     settings = (({} if args.disk_cache else COLD_CACHES) | ({search.MODE_VARIABLE: "retune"} if args.retune else {})
-                | ({search.TIMING_VARIABLE: "graph"} if args.timing == "graph" else {}))
+                | ({search.TIMING_VARIABLE: "graph"} if args.timing == "graph" else {})
+                | ({search.FLUSH_VARIABLE: "clean"} if args.flush == "clean" else {}))
     patched = mock.patch.dict(os.environ, settings)
     compile_failures = 0
     worker = (isolation.Worker(args.task_timeout, sticky_result, preload=(__name__,))

@@ -61,6 +61,7 @@ SEARCH_WARMUP_MS, SEARCH_REP_MS = 5, 25
 GRAPH_BELOW_MS, TIE = 0.02, 1.1
 MODE_VARIABLE = "TVC_SEARCH"
 TIMING_VARIABLE = "TVC_SEARCH_TIMING"  # "graph": the benchmark replays calls in a CUDA graph (compare.py --timing)
+FLUSH_VARIABLE = "TVC_L2_FLUSH"  # "clean": events timing reads a buffer after do_bench's flush (compare.py --flush)
 MODES = ("time", "retune", "first")
 
 Launch = Callable[[], Any]
@@ -134,6 +135,11 @@ def graph_timing() -> bool:
     return os.environ.get(TIMING_VARIABLE) == "graph"
 
 
+def clean_flush() -> bool:
+    """Whether events timing reads a second buffer after do_bench's flush (compare.py --flush clean)."""
+    return os.environ.get(FLUSH_VARIABLE) == "clean"
+
+
 def time_candidates(runs: dict) -> tuple[dict, dict]:
     """(events, graph): every candidate's time in ms with do_bench (its whole call, the L2 flushed before each),
     and, where the fastest is shorter than GRAPH_BELOW_MS, the times replayed in a CUDA graph of the candidates
@@ -141,11 +147,15 @@ def time_candidates(runs: dict) -> tuple[dict, dict]:
     call and its jitter decides between candidates that tie; in a graph they differ by their kernels alone.
     A candidate slower than that with events stays out: what it loses there (reading cold operands from
     DRAM, say) a warm graph would hide. A candidate that cannot be captured leaves the graph empty."""
-    from triton.testing import do_bench, do_bench_cudagraph
+    from triton.testing import do_bench_cudagraph
+
+    from .bench import events_ms
 
     if graph_timing():
         return {cand: do_bench_cudagraph(run, rep=SEARCH_REP_MS) for cand, run in runs.items()}, {}
-    events = {cand: do_bench(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS) for cand, run in runs.items()}
+    flush = "clean" if clean_flush() else "zero"
+    events = {cand: events_ms(run, warmup=SEARCH_WARMUP_MS, rep=SEARCH_REP_MS, flush=flush)
+              for cand, run in runs.items()}
     fastest = min(events.values())
     tied = [cand for cand, ms in events.items() if ms <= TIE * fastest]
     if fastest >= GRAPH_BELOW_MS or len(tied) < 2:
@@ -213,6 +223,8 @@ class Search:
             problem["scales"] = "rowwise"
         if graph_timing():  # and for a choice made for calls one at a time
             problem["timing"] = "graph"
+        elif clean_flush():  # and for one made with do_bench's flush
+            problem["flush"] = "clean"
         return json.dumps(problem, sort_keys=True)
 
     def one(self, a, b, c, candidate, **fused) -> Launch:

@@ -268,3 +268,54 @@ def test_rep_is_the_timed_time_of_a_measurement_in_either_mode(mode, call_ms, re
     monkeypatch.setattr(triton.testing, "do_bench", lambda fn, warmup, rep, **_: asked.setdefault("rep", rep) and [])
     bench.time_ms(lambda: None, bench.TimingOptions(mode=mode, rep_ms=200.0, min_runs=10), torch.device("cuda"))
     assert asked["rep"] == pytest.approx(rep)
+
+
+class FakeDriver:
+    """Triton's active driver as do_bench uses it: clear_cache(cache) before each timed call."""
+
+    def __init__(self, log):
+        self.log = log
+
+    def clear_cache(self, cache):
+        self.log.append("zero")
+
+
+@pytest.mark.parametrize("flush, flushed", [("zero", ["zero"]), ("clean", ["zero", "read"])])
+def test_a_clean_flush_reads_another_buffer_after_do_benchs_own(flush, flushed, monkeypatch):
+    """--flush clean: do_bench's zeroing, then a read of a buffer as large, before each call; afterwards the
+    driver's own flush is back for whoever times next."""
+    import triton
+    import triton.testing
+
+    log = []
+    driver = FakeDriver(log)
+    own = driver.clear_cache
+    monkeypatch.setattr(triton.runtime, "driver", argparse.Namespace(active=driver))
+    cache = torch.zeros(8)
+
+    class Read:
+        def sum(self):
+            log.append("read")
+
+    monkeypatch.setattr(bench, "_clean_buffer", lambda like: Read() if like is cache else pytest.fail("other"))
+
+    def do_bench(fn, warmup, rep, return_mode):
+        triton.runtime.driver.active.clear_cache(cache)
+        fn()
+        return [1.0]
+
+    monkeypatch.setattr(triton.testing, "do_bench", do_bench)
+    assert bench.events_ms(lambda: log.append("call"), warmup=1, rep=1, flush=flush, return_mode="all") == [1.0]
+    assert log == flushed + ["call"]
+    assert driver.clear_cache == own
+    with pytest.raises(ValueError, match="unknown L2 flush 'warm'"):
+        bench.events_ms(lambda: None, warmup=1, rep=1, flush="warm")
+
+
+def test_a_clean_flush_is_recorded_with_the_timing_and_refused_where_nothing_is_flushed(capsys):
+    assert bench.TimingOptions(flush="clean").label == "events, clean flush"
+    assert bench.TimingOptions().label == "events" and bench.TimingOptions("graph", flush="clean").label == "graph"
+    assert cli.main(["--flush", "clean", "--timing", "graph"]) == 2
+    assert capsys.readouterr().err.splitlines() == [
+        "--flush applies to events timing in the single-GPU comparison: graph timing does not flush between calls, "
+        "and --distributed and --nproc time with do_bench's own flush"]

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from implementations.core import search, tuning_cache
+from implementations.core import bench, search, tuning_cache
 
 
 def fake_search(calls, **fields):
@@ -31,7 +31,7 @@ def timed(monkeypatch, tmp_path):
     times = {"a": 3.0, "b": 1.0, "c": 2.0}
     timed_calls = []
 
-    def do_bench(fn, warmup, rep):
+    def do_bench(fn, warmup, rep, return_mode="mean"):
         before = len(calls)
         fn()
         name = calls[-1]
@@ -190,7 +190,7 @@ def test_retune_searches_again_and_saves(timed, monkeypatch):
     calls, timed_calls = timed
     fake_search(calls).tuned(*operands())()
     monkeypatch.setenv(search.MODE_VARIABLE, "retune")
-    monkeypatch.setattr("triton.testing.do_bench", lambda fn, warmup, rep: timed_calls.append("again") or 1.0)
+    monkeypatch.setattr("triton.testing.do_bench", lambda fn, warmup, rep, **_: timed_calls.append("again") or 1.0)
     fake_search(calls).tuned(*operands())()
     assert timed_calls == ["a", "b", "c", "again", "again", "again"]
     (entry,) = cached_entries()
@@ -426,3 +426,26 @@ def test_the_kernel_code_digest_changes_with_a_kernel_and_only_with_one(monkeypa
         assert tuning_cache.kernel_code() != first, edited.name
         edited.write_bytes(original)
     assert tuning_cache.kernel_code() == first
+
+
+def test_with_a_clean_flush_the_candidates_are_timed_so_and_the_choice_kept_apart(timed, monkeypatch):
+    """compare.py --flush clean: the searches flush the L2 as the benchmark does, and that choice has a key of its
+    own, beside the one made with do_bench's own flush."""
+    calls, _ = timed
+    flushes = []
+
+    def events_ms(fn, warmup, rep, flush="zero", return_mode="mean"):
+        flushes.append(flush)
+        return table_timer(calls, {"a": 0.5, "b": 0.9, "c": 0.7} if flush == "clean" else
+                           {"a": 0.9, "b": 0.5, "c": 0.7})(fn)
+
+    monkeypatch.setattr(bench, "events_ms", events_ms)
+    monkeypatch.setenv(search.FLUSH_VARIABLE, "clean")
+    s = fake_search(calls)
+    s.tuned(*operands())()
+    assert set(flushes) == {"clean"} and calls == ["refresh", "a"], (flushes, calls)
+    monkeypatch.delenv(search.FLUSH_VARIABLE)
+    s.tuned(*operands())()
+    [clean_entry, zero_entry] = json.loads(tuning_cache.path().read_text())["entries"]
+    assert clean_entry["problem"]["flush"] == "clean" and clean_entry["best"] == "a"
+    assert "flush" not in zero_entry["problem"] and zero_entry["best"] == "b"
