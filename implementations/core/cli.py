@@ -550,7 +550,8 @@ def main(argv: list[str] | None = None) -> int:
         print(exc, file=sys.stderr)
         return 2
     refusal = shapes.check_memory(sizes, PRECISIONS[args.dtype].c_dtype, device, args.batch,
-                                  groups=len(groups[0]) if groups else 0)
+                                  groups=len(groups[0]) if groups else 0,
+                                  flush_buffers=2 if args.flush == "clean" else 1)
     if refusal:
         print(refusal, file=sys.stderr)
         return 2

@@ -23,7 +23,7 @@ alive), a row-major copy of A and B (made for a rung that does not read the layo
 float64 tensors (check.py: the reference, C in float64, |A|·|B|, the bound and the temporaries of the
 elementwise comparison; the float64 operands and their absolute values while |A|·|B| is formed), all of
 it times the batch (--batch: the check works on the whole batch at once; with --groups, B once per
-group), and do_bench's L2-flush buffer. Not counted: CUDA contexts, torch's cached blocks in other
+group), and do_bench's L2-flush buffer (two of them with --flush clean). Not counted: CUDA contexts, torch's cached blocks in other
 processes, a rung's own workspace. It is an estimate to refuse what cannot fit, not a promise that what
 passes will.
 """
@@ -173,18 +173,19 @@ def listing() -> str:
     return "\n".join(parts)
 
 
-def device_bytes(M: int, N: int, K: int, element_size: int, batch: int = 0, groups: int = 0) -> int:
+def device_bytes(M: int, N: int, K: int, element_size: int, batch: int = 0, groups: int = 0,
+                 flush_buffers: int = 1) -> int:
     """Device memory one case holds at its peak (see the module docstring); batch 0: one product; `groups`: a
-    grouped product's matrices of B (one K×N each)."""
+    grouped product's matrices of B (one K×N each); `flush_buffers`: 2 where a clean flush reads a second one."""
     operands = M * K + max(groups, 1) * K * N
     one = element_size * (3 * operands + M * N) + 8 * (CHECK_MN_TENSORS * M * N + 2 * operands)
-    return max(batch, 1) * one + L2_FLUSH_BYTES
+    return max(batch, 1) * one + flush_buffers * L2_FLUSH_BYTES
 
 
 def memory_refusal(sizes: list[tuple[int, int, int]], element_size: int, free_bytes: int, device_name: str,
-                   batch: int = 0, groups: int = 0) -> str:
+                   batch: int = 0, groups: int = 0, flush_buffers: int = 1) -> str:
     """One line naming the size that needs the most, when that is more than free_bytes; "" when all fit."""
-    need, (M, N, K) = max((device_bytes(*dims, element_size, batch, groups), dims) for dims in sizes)
+    need, (M, N, K) = max((device_bytes(*dims, element_size, batch, groups, flush_buffers), dims) for dims in sizes)
     if need <= free_bytes:
         return ""
     size = f"{M}x{N}x{K}" if not batch else f"{batch}×({M}x{N}x{K})"
@@ -193,9 +194,10 @@ def memory_refusal(sizes: list[tuple[int, int, int]], element_size: int, free_by
 
 
 def check_memory(sizes: list[tuple[int, int, int]], dtype: torch.dtype, device: torch.device, batch: int = 0,
-                 groups: int = 0) -> str:
+                 groups: int = 0, flush_buffers: int = 1) -> str:
     """memory_refusal against the device's free memory now; "" on the CPU (the host is not checked)."""
     if device.type != "cuda":
         return ""
     free, _ = torch.cuda.mem_get_info(device)
-    return memory_refusal(sizes, dtype.itemsize, free, torch.cuda.get_device_name(device), batch, groups)
+    return memory_refusal(sizes, dtype.itemsize, free, torch.cuda.get_device_name(device), batch, groups,
+                          flush_buffers)

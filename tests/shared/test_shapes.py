@@ -157,6 +157,8 @@ def test_the_memory_guard_refuses_with_a_fake_small_free_memory():
     assert shapes.memory_refusal(sizes, 4, 80 * GIB, "Fake GPU") == ""
     batched = shapes.memory_refusal(sizes, 4, 80 * GIB, "Fake GPU", batch=4)
     assert batched.startswith("shape 4×(8192x57344x8192) needs about"), "a batch multiplies what one case holds"
+    clean = shapes.device_bytes(8192, 57344, 8192, 4, flush_buffers=2) - shapes.device_bytes(8192, 57344, 8192, 4)
+    assert clean == shapes.L2_FLUSH_BYTES, "a clean flush reads a second buffer as large as do_bench's"
 
 
 def test_the_guard_reads_the_devices_free_memory_and_skips_the_cpu(monkeypatch):
@@ -171,8 +173,8 @@ def test_compare_refuses_before_it_allocates_or_runs(monkeypatch, capsys):
     ran = []
     monkeypatch.setattr(cli, "run_tasks", lambda *args, **kwargs: ran.append(args))
     monkeypatch.setattr(cli, "environment", lambda *args: ran.append("environment") or {})
-    monkeypatch.setattr(shapes, "check_memory", lambda sizes, dtype, device, batch, groups=0:
-                        shapes.memory_refusal(sizes, dtype.itemsize, GIB, "Fake GPU", batch, groups))
+    monkeypatch.setattr(shapes, "check_memory", lambda sizes, dtype, device, batch, groups=0, flush_buffers=1:
+                        shapes.memory_refusal(sizes, dtype.itemsize, GIB, "Fake GPU", batch, groups, flush_buffers))
     assert cli.main(["--shapes", "decode", "--impl", "triton"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("shape 128x57344x8192 needs about") and err.endswith("Fake GPU, which has 1.0 GiB free")
