@@ -23,9 +23,9 @@ alive), a row-major copy of A and B (made for a rung that does not read the layo
 float64 tensors (check.py: the reference, C in float64, |A|·|B|, the bound and the temporaries of the
 elementwise comparison; the float64 operands and their absolute values while |A|·|B| is formed), all of
 it times the batch (--batch: the check works on the whole batch at once; with --groups, B once per
-group), and do_bench's L2-flush buffer (two of them with --flush clean). Not counted: CUDA contexts, torch's cached blocks in other
-processes, a rung's own workspace. It is an estimate to refuse what cannot fit, not a promise that what
-passes will.
+group), and do_bench's L2-flush buffer (two of them with --flush clean). Not counted: CUDA contexts,
+torch's cached blocks in other processes, a rung's own workspace. It is an estimate to refuse what cannot
+fit, not a promise that what passes will.
 """
 
 from __future__ import annotations

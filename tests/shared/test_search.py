@@ -429,8 +429,8 @@ def test_the_kernel_code_digest_changes_with_a_kernel_and_only_with_one(monkeypa
 
 
 def test_with_a_clean_flush_the_candidates_are_timed_so_and_the_choice_kept_apart(timed, monkeypatch):
-    """compare.py --flush clean: the searches flush the L2 as the benchmark does, and that choice has a key of its
-    own, beside the one made with do_bench's own flush."""
+    """compare.py --flush clean: the searches flush the L2 as the benchmark does, and that choice has a key of
+    its own, beside the one made with do_bench's own flush."""
     calls, _ = timed
     flushes = []
 
