@@ -25,7 +25,7 @@
 // need more than the 128 registers two blocks of 256 threads leave (it spills on sm_80). ptxas
 // schedules the loop differently once it is told (the same instructions, in another order).
 template <int BM, int BN, int BK>
-constexpr int blocks_per_sm() {
+__host__ __device__ constexpr int blocks_per_sm() {
     return BM * BN <= 128 * 128 && BK == 8 ? 2 : 1;
 }
 
@@ -173,10 +173,25 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
         }
     }
 
-    // ---- 6. write back, a float4 at a time: along a row of C, or (C_T) down a column of C, a row of the
-    // stored matrix. Either way a warp's store covers whole sectors (nn: 4 rows × 128 bytes, C_T: 8 × 64) ----
+    // ---- 6. write back, along a row of C, a float4 at a time (a warp's store covers 4 rows × 128 bytes), or
+    // (C_T) down a column. There a float4 would read the accumulators by columns, and ptxas schedules the
+    // k-loop worse for it (docs/notes/v11.md): where a block has the SM's registers to itself, C_T stores one
+    // float at a time in the accumulators' row order; with two blocks per SM (128 registers a thread) that
+    // order spills, and C_T stores float4s down the column (a warp's store covers 8 rows × 64 bytes) ----
     const int row0 = block_row + warp_row + lane_row, col0 = block_col + warp_col + lane_col;
-    if constexpr (C_T) {
+    if constexpr (C_T && blocks_per_sm<BM, BN, BK>() == 1) {
+#pragma unroll
+        for (int mi = 0; mi < M_ITER; ++mi)
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int ni = 0; ni < N_ITER; ++ni)
+#pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        const int row = row0 + mi * 16 + i, col = col0 + ni * 32 + j;
+                        if (row < M && col < N) c[col * M + row] = acc[mi * 4 + i][ni * 4 + j];
+                    }
+    } else if constexpr (C_T) {
         // mi innermost: its steps are 16 floats along the stored row, offsets of one address
 #pragma unroll
         for (int ni = 0; ni < N_ITER; ++ni)
