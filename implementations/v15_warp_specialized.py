@@ -102,7 +102,8 @@ class Tile(NamedTuple):
         `epilogue` (a C++ type: v17 instantiates this kernel with its own) before it stores C, its tiles laid over
         `groups` (a C++ template: v18's ragged groups of A's rows)."""
         a_t, b_t = (int(op == "t") for op in layout)
-        return f"warp_specialized<{INPUTS[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue},{groups}>"
+        name = "warp_specialized" if self.CLUSTER_M > 1 else "warp_specialized_unclustered"  # a plain launch
+        return f"{name}<{INPUTS[dtype]},{','.join(map(str, self))},{a_t},{b_t},{epilogue},{groups}>"
 
     def __str__(self) -> str:  # CONSUMERS_N and SWAP_AB only where set: the others keep their names (and cache keys)
         defaults = {"CONSUMERS_N": 1, "SWAP_AB": 0}

@@ -8,8 +8,8 @@
 // transpose of a row-major K×M matrix; B row-major, or (B_T) that of an N×K one (fp8: A_T = 0, B_T = 1 only).
 // A batch of `products` matrices: every map is 3-D (column, row, matrix), and an operand shared by the
 // batch is a batch of one read at matrix index 0 (a_step, b_step: 0 for it, else 1).
-// Template <INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, CONSUMERS_N, SWAP_AB, A_T, B_T, Epilogue,
-// Groups>,
+// Kernels warp_specialized (CLUSTER_M = 2) and warp_specialized_unclustered (CLUSTER_M = 1), templates <INPUT, BN,
+// STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, CONSUMERS_N, SWAP_AB, A_T, B_T, Epilogue, Groups>,
 // INPUT 0 fp16, 1 bf16, 2 e4m3; tile 128×BN×BK, BK = 64 (128 for fp8: a 128-byte row either way), BN = 256, or
 // 128 or 64 for products too small to give every SM a 128×256 tile; or BM = 64 (BN ≤ 128) for products of few
 // rows: one consumer warpgroup, two CTAs per SM; or BM = 64 with CONSUMERS_N = 2 consumers side by side, each
@@ -450,17 +450,15 @@ __device__ __forceinline__ void wgmma_k_step(float (&d)[R], u64 a, u64 b, int ac
     }
 }
 
+// The kernel's body; the two kernels below launch it (the maps are their __grid_constant__ parameters).
 template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K,
-          int CONSUMERS_N, int SWAP_AB, int A_T, int B_T, typename Epilogue = NoEpilogue,
-          template <int, int, int, int> class Groups = NoGroups>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1)
-    __launch_bounds__(128 + 2 * BM * CONSUMERS_N, BM == 64 && CONSUMERS_N == 1 && SPLIT_K == 1 ? 2 : 1)
-    warp_specialized(const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,
-                     const __grid_constant__ TmaDescriptor c_map, unsigned short* __restrict__ c, int M, int N, int K,
-                     int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
-                     int* __restrict__ flags, unsigned long long* __restrict__ timeline,
-                     const unsigned short* __restrict__ bias, const int* __restrict__ offsets,
-                     const float* __restrict__ scales, int rowwise) {
+          int CONSUMERS_N, int SWAP_AB, int A_T, int B_T, typename Epilogue,
+          template <int, int, int, int> class Groups>
+__device__ __forceinline__ void warp_specialized_body(
+    const TmaDescriptor& a_map, const TmaDescriptor& b_map, const TmaDescriptor& c_map, unsigned short* __restrict__ c,
+    int M, int N, int K, int products, int a_step, int b_step, int c_by_tma, float4* __restrict__ partials,
+    int* __restrict__ flags, unsigned long long* __restrict__ timeline, const unsigned short* __restrict__ bias,
+    const int* __restrict__ offsets, const float* __restrict__ scales, int rowwise) {
     constexpr int WBN = BN / CONSUMERS_N;  // a consumer warpgroup's columns
     static_assert(WBN == 256 || WBN == 128 || WBN == 64 || (SWAP_AB && (WBN == 32 || WBN == 16 || WBN == 8)),
                   "a consumer warpgroup's block is m64n256, m64n128 or m64n64, or swapped as narrow as m64n8");
@@ -688,3 +686,39 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1)
     // No CTA may exit while its peer can still multicast into it or arrive on its barriers.
     if constexpr (CLUSTER_M > 1) cluster_sync();
 }
+
+#define V15_PARAMETERS                                                                                              \
+    const __grid_constant__ TmaDescriptor a_map, const __grid_constant__ TmaDescriptor b_map,                        \
+        const __grid_constant__ TmaDescriptor c_map, unsigned short *__restrict__ c, int M, int N, int K, int products, \
+        int a_step, int b_step, int c_by_tma, float4 *__restrict__ partials, int *__restrict__ flags,                 \
+        unsigned long long *__restrict__ timeline, const unsigned short *__restrict__ bias,                           \
+        const int *__restrict__ offsets, const float *__restrict__ scales, int rowwise
+#define V15_BODY                                                                                                   \
+    warp_specialized_body<INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, CONSUMERS_N, SWAP_AB, A_T, B_T, \
+                          Epilogue, Groups>(a_map, b_map, c_map, c, M, N, K, products, a_step, b_step, c_by_tma,       \
+                                            partials, flags, timeline, bias, offsets, scales, rowwise)
+#define V15_LAUNCH_BOUNDS \
+    __launch_bounds__(128 + 2 * BM * CONSUMERS_N, BM == 64 && CONSUMERS_N == 1 && SPLIT_K == 1 ? 2 : 1)
+
+// CTA pairs (CLUSTER_M = 2): a cluster launch, the pairs placed by the cluster scheduler.
+template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K,
+          int CONSUMERS_N, int SWAP_AB, int A_T, int B_T, typename Epilogue = NoEpilogue,
+          template <int, int, int, int> class Groups = NoGroups>
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1) V15_LAUNCH_BOUNDS warp_specialized(V15_PARAMETERS) {
+    static_assert(CLUSTER_M > 1, "one CTA per cluster: warp_specialized_unclustered");
+    V15_BODY;
+}
+
+// One CTA per cluster (CLUSTER_M = 1): a plain launch. Compiled with __cluster_dims__(1, 1, 1) the same kernel
+// is a cluster launch of one-CTA clusters, and at DRAM-bound batches, where CTAs side by side read the same
+// operand panels, its SMs read far more from L2 and it is slower (docs/notes/v15.md, "One-CTA clusters").
+template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K,
+          int CONSUMERS_N, int SWAP_AB, int A_T, int B_T, typename Epilogue = NoEpilogue,
+          template <int, int, int, int> class Groups = NoGroups>
+__global__ void V15_LAUNCH_BOUNDS warp_specialized_unclustered(V15_PARAMETERS) {
+    static_assert(CLUSTER_M == 1, "CTA pairs: warp_specialized");
+    V15_BODY;
+}
+#undef V15_PARAMETERS
+#undef V15_BODY
+#undef V15_LAUNCH_BOUNDS

@@ -5,7 +5,8 @@
 // C (M×N) = A (M×K) · B (K×N), then C = act(C + bias): bias is a vector of N elements (one per column,
 // C's type), act is nothing, ReLU or GELU (torch's tanh form). Everything else (layouts, batches, tiles,
 // launch, shared memory) is v15's: see v15_warp_specialized.cu. The launcher names the instantiations,
-// warp_specialized<..., Epilogue>, with Epilogue one of the types below. Needs sm_90a.
+// warp_specialized<..., Epilogue> (or warp_specialized_unclustered<...>), with Epilogue one of the types below.
+// Needs sm_90a.
 //
 // An epilogue is a type with BIAS (add bias[column] first) and apply(x) (then this, to every element);
 // v15's apply_epilogue hook stages the tile's bias in shared memory once per tile, adds to each accumulator

@@ -7,9 +7,10 @@
 // K×N (a 3-D tensor map, the group its matrix index; or, B_T, the transposes of G stored N×K matrices).
 // C[rows of g] = A[rows of g] · B[g]; a group of no rows computes nothing. Everything else (tiles, roles,
 // clusters, launch, shared memory) is v15's: see v15_warp_specialized.cu. The launcher names the
-// instantiations warp_specialized<..., NoEpilogue, Groups>, passes G as `products` (a_step 0, b_step 1: one A,
-// a B per group) and the offsets, and launches at most as many clusters as M rows in G groups can have
-// cluster tiles, so that it needs no group size on the host. Needs sm_90a.
+// instantiations warp_specialized<..., NoEpilogue, Groups> (CLUSTER_M = 1: warp_specialized_unclustered),
+// passes G as `products` (a_step 0, b_step 1: one A, a B per group) and the offsets, and launches at most as
+// many clusters as M rows in G groups can have cluster tiles, so that it needs no group size on the host.
+// Needs sm_90a.
 //
 // What the groups change, and why nothing else has to:
 //   - No padding, no per-group tensor maps. A's 2-D map is read across a group's end: the rows past it

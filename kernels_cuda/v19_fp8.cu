@@ -1,7 +1,7 @@
 // v19 fp8: v15's warp-specialized kernel on e4m3 operands, INPUT = 2 (V15_E4M3). Nothing here but the
 // instantiations the launcher names: warp_specialized<2, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM,
-// SPLIT_K, CONSUMERS_N, 0, 0, 1> (SWAP_AB 0; nt: A row-major M×K, B the transpose of a row-major N×K, both
-// K-major).
+// SPLIT_K, CONSUMERS_N, 0, 0, 1> (CLUSTER_M = 1: warp_specialized_unclustered; SWAP_AB 0; nt: A row-major
+// M×K, B the transpose of a row-major N×K, both K-major).
 //
 // C (M×N) = A (M×K) · B (K×N) in e4m3, times s_A·s_B, written in bf16; `scales` = (s_A, s_B) in device
 // memory (fp32), or (`rowwise`) a scale per row of A and column of B: s_A's M values, then s_B's N.

@@ -1,6 +1,7 @@
 """Where v15 CUDA C's time goes, CTA by CTA: the kernel's own stamps, read back after each launch.
 
-    python -m implementations.tools.timeline [--size 4096] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5] [--save F.npz]
+    python -m implementations.tools.timeline [--size 4096] [--batch B] [--dtype bf16] [--tile 256,4,2,8,0] [--launches 5]
+        [--save F.npz]
     python -m implementations.tools.timeline --groups ramp [--tile 256,4,2,8,0]    (v18's grouped kernel)
     python -m implementations.tools.timeline --analyse F.npz [F.npz ...]     (no GPU: saved stamps)
 
@@ -160,6 +161,7 @@ def main():
     parser.add_argument("--size", help="n for n³, or MxNxK (default: 4096, or the routing's with --groups)")
     parser.add_argument("--groups", help="v18's grouped product instead, its groups as compare.py's --groups "
                                          "(a routing: ramp, mixtral; a group count; the rows of each group)")
+    parser.add_argument("--batch", type=int, default=0, help="a batch of this many products of --size in one launch")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     parser.add_argument("--tile", default="256,4,2,8,0",
                         help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K[,BM,SPLIT_K,CONSUMERS_N] (a candidate)")
@@ -174,22 +176,28 @@ def main():
     spec = parse_groups(args.groups) if args.groups else None
     module = v18 if spec else v15
     tile = v15.Tile(*map(int, args.tile.split(",")))
-    if tile not in module.CUDA_CANDIDATES:
-        parser.error(f"--tile must be one of {module.__name__}'s candidates: "
-                     f"{', '.join(map(str, module.CUDA_CANDIDATES))}")
+    whole = module.CUDA_CANDIDATES + (() if spec else v15.CUDA_UNPAIRED_CANDIDATES)
+    if tile not in whole:
+        parser.error(f"--tile must be one of {module.__name__}'s candidates: {', '.join(map(str, whole))}")
+    if spec and args.batch:
+        parser.error("--batch and --groups: one or the other")
+    if args.batch < 0:
+        parser.error("--batch must be positive")
     if tile.STREAM_K or tile.SPLIT_K > 1:
         parser.error("the timeline's per-CTA tile counts assume whole tiles (STREAM_K=0, SPLIT_K=1)")
     size = args.size or ("x".join(map(str, ROUTINGS[spec.routing].shape)) if spec and spec.routing else "4096")
     (M, N, K), = parse_sizes(size)
     groups = spec.split(M) if spec else ()
     precision = PRECISIONS[args.dtype]
-    a, b = make_inputs(M, N, K, precision, "cuda", seed=5, groups=groups)
-    c = torch.empty(M, N, device="cuda", dtype=a.dtype)
+    a, b = make_inputs(M, N, K, precision, "cuda", seed=5, batch=args.batch, groups=groups)
+    products = max(args.batch, 1)
+    c = torch.empty(*a.shape[:-2], M, N, device="cuda", dtype=a.dtype)
     kernel = tile.kernel(a.dtype, "nn", "NoEpilogue", "Groups" if groups else "NoGroups")
     fit = v15.resident_clusters(module.KERNELS, kernel, a.device, tile.CLUSTER_M, v15.shared_bytes(tile),
                                 tile.threads)
-    clusters = min(fit, v15.most_clusters(M, N, len(groups) or 1, tile, bool(groups)))  # the grid, as launched
-    total = v18.cluster_tiles(N, groups or (M,), tile)  # the cluster tiles, as the kernel counts them
+    clusters = min(fit, v15.most_clusters(M, N, len(groups) or products, tile, bool(groups)))  # the grid, as launched
+    # the cluster tiles, as the kernel counts them
+    total = v18.cluster_tiles(N, groups, tile) if groups else products * v15.cluster_tiles(M, N, tile)
     timeline = torch.zeros(clusters * tile.CLUSTER_M * v15.TIMELINE_SLOTS, device="cuda", dtype=torch.int64)
     if groups:
         refresh, runs = v18.prepare_cuda(a, b, c, (tile,), make_offsets(groups, "cuda"), timeline=timeline)
@@ -199,7 +207,8 @@ def main():
     refresh()
     runs[tile]()
     error = compare(c, reference(a, b, groups=groups), precision.bound(K)).error
-    print(f"{torch.cuda.get_device_name()} triton {triton.__version__}; {M}x{N}x{K} {args.dtype}"
+    print(f"{torch.cuda.get_device_name()} triton {triton.__version__}; {f'{args.batch}×' if args.batch else ''}"
+          f"{M}x{N}x{K} {args.dtype}"
           f"{f' G={len(groups)} {groups}' if groups else ''}, {tile}: {clusters} clusters of {tile.CLUSTER_M}; "
           f"err {error:.2e}", flush=True)
     if groups:

@@ -139,7 +139,9 @@ def test_v15_inside_a_search_the_candidates_compile_when_the_search_says():
     c = torch.empty(300, 200, device="cuda", dtype=a.dtype)
     with prebuild.collecting() as steps:
         refresh, runs = v15.prepare_cuda(a, b, c)
-    assert len(dict(steps)) == len(v15.CUDA_CANDIDATES)
+    # one per candidate (A's copy to a 16-byte row pitch, a Triton kernel, leaves its own besides)
+    kernels = {key for key, _ in steps if isinstance(key, tuple) and key[0] == v15.KERNELS.path}
+    assert len(kernels) == len(v15.CUDA_CANDIDATES)
     poison(c)
     refresh()
     runs[v15.CUDA_CANDIDATES[-1]]()

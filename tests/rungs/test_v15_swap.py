@@ -85,6 +85,7 @@ def test_a_swapped_tile_reads_the_transposed_layout_and_names_itself():
     tile = v15.Tile(16, 8, 1, 8, 0, 64, 2, 1, 1)
     assert [tile.kernel_layout(lay) for lay in ("nn", "nt")] == ["tt", "nt"]
     assert tile.reads("nn") and tile.reads("nt") and not tile.reads("tn") and not tile.reads("tt")
-    assert tile.kernel(torch.bfloat16, "tt") == "warp_specialized<1,16,8,1,8,0,64,2,1,1,1,1,NoEpilogue,NoGroups>"
+    assert (tile.kernel(torch.bfloat16, "tt")
+            == "warp_specialized_unclustered<1,16,8,1,8,0,64,2,1,1,1,1,NoEpilogue,NoGroups>")
     assert str(tile).endswith("SPLIT_K=2 SWAP_AB=1")
     assert v15.Tile(16, 8, 1, 8).kernel_layout("nn") == "nn"

@@ -24,7 +24,8 @@ def test_two_consumers_side_by_side_count_as_two():
 
 def test_kernel_names_carry_consumers_n_and_descriptions_only_where_it_is_two():
     side, wide = v15.Tile(128, 8, 1, 8, 0, 64, 1, 2), v15.Tile(256, 4, 2, 8)
-    assert side.kernel(torch.bfloat16, "tn") == "warp_specialized<1,128,8,1,8,0,64,1,2,0,1,0,NoEpilogue,NoGroups>"
+    assert (side.kernel(torch.bfloat16, "tn")
+            == "warp_specialized_unclustered<1,128,8,1,8,0,64,1,2,0,1,0,NoEpilogue,NoGroups>")
     assert wide.kernel(torch.float16) == "warp_specialized<0,256,4,2,8,0,128,1,1,0,0,0,NoEpilogue,NoGroups>"
     assert str(wide) == "BN=256 STAGES=4 CLUSTER_M=2 GROUP_M=8 STREAM_K=0 BM=128 SPLIT_K=1"  # as tuning caches know it
     assert str(side).endswith("SPLIT_K=1 CONSUMERS_N=2")

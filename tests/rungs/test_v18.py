@@ -196,7 +196,8 @@ def test_the_groups_are_in_the_search_key():
 
 def test_v18_instantiates_v15s_kernel_with_its_groups():
     """v18's .cu defines the groups and nothing else: its kernels are v15's, by name, for the layouts it reads."""
-    assert all(name.startswith("warp_specialized<") and name.endswith(",NoEpilogue,Groups>")
+    assert all(name.startswith(("warp_specialized<", "warp_specialized_unclustered<"))
+               and name.endswith(",NoEpilogue,Groups>")
                for name in v18.KERNELS.kernels)
     assert len(v18.KERNELS.kernels) == 2 * len(v18.LAYOUTS) * len(v18.CUDA_CANDIDATES)
     source = v18.KERNELS.path.read_text()
