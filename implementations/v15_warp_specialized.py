@@ -6,9 +6,9 @@ The idea. v14's parts, reorganised the way the fastest Hopper GEMMs are:
 - Registers: each consumer thread holds 128 fp32 accumulators: a 64×256 block per warpgroup, a 128×256
   tile per CTA, and B is read from shared memory once per 64×256 instead of per 64×128. `setmaxnreg`
   moves registers from the producer (40 per thread) to the consumers (232), as CUTLASS's kernels do.
-- Clusters: CLUSTER_M = 2 CTAs computing vertically adjacent tiles share one B tile; each loads half
-  and TMA *multicasts* it into both CTAs' shared memory. A slot is refilled only when the consumers of
-  both CTAs are done with it, so each consumer arrives on the peer's barrier too (`mapa`).
+- Clusters: CLUSTER_M = 2 CTAs computing vertically adjacent tiles share one B tile; each loads half and
+  TMA *multicasts* it into both; a slot is refilled once both CTAs' consumers arrive (`mapa`). A tile
+  without a pair launches plainly: as one-CTA clusters, tiles side by side read far more from L2.
 - L2-aware order: clusters walk GROUP_M cluster rows at a time, column by column, and every other
   round of tiles walks k downwards, starting on what the round before read last.
 - Epilogue: each consumer rounds its block into a swizzled staging buffer (stmatrix), one thread hands
@@ -29,7 +29,7 @@ CUDA C and Triton side by side:
 | loads run ahead of tiles | the producer's loop over tiles and k-blocks | `tl.range(flatten=True)` (FLATTEN) |
 | register split | `setmaxnreg.dec 40` / `setmaxnreg.inc 232` | none |
 | 128×256 tiles | two m64n256k16 warpgroups | BLOCK 128×256 among the candidates |
-| clusters + multicast | `__cluster_dims__`, `.multicast::cluster`, `mapa` | none in this kernel |
+| clusters + multicast | `__cluster_dims__` (pairs only), `.multicast::cluster`, `mapa` | none in this kernel |
 | tile order | grouped over cluster tiles, k downwards in every other round | GROUP_M in the persistent loop (v14's) |
 | epilogue | stmatrix into staging, `cp.async.bulk.tensor` store | `c_desc.store` of two halves (C_BY_TMA) |
 | k cut among SMs | stream-K; split-K: slices in the persistent walk | split-K: a grid axis of k-slices |
