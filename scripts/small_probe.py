@@ -22,6 +22,12 @@ With --rung 19, v19's fp8 candidates (nt, per-tensor scales) against torch._scal
 
     python scripts/small_probe.py --rung 19 --swapped only --sizes 16x4096x4096 --cuda "16,12,1,8,0,64,1,1,1"
 
+With --cluster-policy, the CUDA C pairs (CLUSTER_M = 2) with that placement preference for their clusters, to set
+beside a run without it (a launch's placement decides how much of what neighbouring tiles share the L2 reads once:
+docs/notes/v15.md, "One-CTA clusters"):
+
+    python scripts/small_probe.py --sizes 3000x5000x7000,4096 --cluster-policy load-balancing
+
 With --pad-copies, the copy that pads a B of each --sizes shape (K×N) to a 128-byte row pitch, torch's
 strided copy against v14's copy_rows kernel, each timed with events:
 
@@ -56,6 +62,7 @@ from implementations import v15_warp_specialized as v15  # noqa: E402
 from implementations import v19_fp8 as v19  # noqa: E402
 from implementations.core.bench import scaled_mm_prepare  # noqa: E402
 from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs, make_scales  # noqa: E402
+from implementations.core.cuda_c import function_pointer  # noqa: E402
 from implementations.core.env import set_cublas_math  # noqa: E402
 from implementations.core.tasks import parse_sizes  # noqa: E402
 from implementations.tools.profile import RANGE, launch_range  # noqa: E402
@@ -64,6 +71,7 @@ FEW_TILES = [(16, 4096, 4096), (128, 8192, 8192), (1024, 1024, 1024), (512, 512,
              (64, 8192, 8192), (16, 14336, 4096)]
 LARGE = [(3000, 5000, 7000), (3072, 5120, 7168)]
 PROFILE, LAUNCHES = False, 0  # --profile; the launches profiled so far
+CLUSTER_POLICY = None  # --cluster-policy
 
 
 def split_k_configs():
@@ -92,6 +100,18 @@ def profiled(label, call):
     LAUNCHES += 1
 
 
+def prefer_cluster_policy(kernel, policy: str) -> None:
+    """--cluster-policy: the cluster scheduler's placement preference for this CuPy kernel's function
+    (cuFuncSetAttribute; the driver may ignore it), for every launch after."""
+    import cupy
+    from cuda.bindings import driver
+
+    value = {"spread": driver.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_SPREAD,
+             "load-balancing": driver.CUclusterSchedulingPolicy.CU_CLUSTER_SCHEDULING_POLICY_LOAD_BALANCING}[policy]
+    attribute = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE
+    cupy.cuda.driver.funcSetAttribute(function_pointer(kernel), int(attribute), int(value))
+
+
 def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dtype="bf16", layout="nn"):
     """Time (each of `timers`) and check every run `prepare(a, b, c)` binds, print the fastest twelve by the
     first timer, keep all in `out`; with --profile, run each once for Nsight Compute instead of timing it. fp8:
@@ -107,9 +127,11 @@ def probe(label, shape, prepare, out, batch=0, timers=(("graph", graph_us),), dt
     for cand, run in runs.items():
         def call(run=run):
             refresh()
-            run()
+            return run()
         try:
-            call()
+            kernel = call()
+            if CLUSTER_POLICY and getattr(cand, "CLUSTER_M", 1) > 1:
+                prefer_cluster_policy(kernel, CLUSTER_POLICY)
             right = check(c, a, b, precision, scales=scales).ok
             if PROFILE:
                 profiled(f"{label} {shape} {cand} {'ok' if right else 'WRONG'}", call)
@@ -311,12 +333,16 @@ def main() -> int:
     p.add_argument("--layout-copies", action="store_true",
                    help="with --sizes: time the copy of each B (K×N, --batch) into the other storage order, torch's "
                    "and core/relayout's in both languages")
+    p.add_argument("--cluster-policy", choices=("spread", "load-balancing"),
+                   help="with --sizes (v15, v19): the CUDA C pairs' cluster scheduling policy preference, set on each "
+                   "kernel after its first launch (Nsight Compute reports spread without it)")
     p.add_argument("--profile", action="store_true",
                    help="with --sizes: run each candidate (and cuBLAS) once inside the NVTX ranges Nsight Compute "
                    "profiles, untimed: scripts/ncu_sections.sh --probe ...")
     args = p.parse_args()
-    global PROFILE
+    global PROFILE, CLUSTER_POLICY
     PROFILE = args.profile
+    CLUSTER_POLICY = args.cluster_policy
     if args.c_from_registers:  # the launcher's own fallback, taken for every C
         v15.c_tensor_map = lambda c, box, fallback: (fallback, np.int32(0))
     if not torch.cuda.is_available():
