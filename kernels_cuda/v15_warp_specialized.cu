@@ -697,14 +697,14 @@ __device__ __forceinline__ void warp_specialized_body(
     warp_specialized_body<INPUT, BN, STAGES, CLUSTER_M, GROUP_M, STREAM_K, BM, SPLIT_K, CONSUMERS_N, SWAP_AB, A_T, B_T, \
                           Epilogue, Groups>(a_map, b_map, c_map, c, M, N, K, products, a_step, b_step, c_by_tma,       \
                                             partials, flags, timeline, bias, offsets, scales, rowwise)
-#define V15_LAUNCH_BOUNDS \
-    __launch_bounds__(128 + 2 * BM * CONSUMERS_N, BM == 64 && CONSUMERS_N == 1 && SPLIT_K == 1 ? 2 : 1)
 
 // CTA pairs (CLUSTER_M = 2): a cluster launch, the pairs placed by the cluster scheduler.
 template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K,
           int CONSUMERS_N, int SWAP_AB, int A_T, int B_T, typename Epilogue = NoEpilogue,
           template <int, int, int, int> class Groups = NoGroups>
-__global__ void __cluster_dims__(CLUSTER_M, 1, 1) V15_LAUNCH_BOUNDS warp_specialized(V15_PARAMETERS) {
+__global__ void __cluster_dims__(CLUSTER_M, 1, 1)
+    __launch_bounds__(128 + 2 * BM * CONSUMERS_N, BM == 64 && CONSUMERS_N == 1 && SPLIT_K == 1 ? 2 : 1)
+    warp_specialized(V15_PARAMETERS) {
     static_assert(CLUSTER_M > 1, "one CTA per cluster: warp_specialized_unclustered");
     V15_BODY;
 }
@@ -715,10 +715,10 @@ __global__ void __cluster_dims__(CLUSTER_M, 1, 1) V15_LAUNCH_BOUNDS warp_special
 template <int INPUT, int BN, int STAGES, int CLUSTER_M, int GROUP_M, int STREAM_K, int BM, int SPLIT_K,
           int CONSUMERS_N, int SWAP_AB, int A_T, int B_T, typename Epilogue = NoEpilogue,
           template <int, int, int, int> class Groups = NoGroups>
-__global__ void V15_LAUNCH_BOUNDS warp_specialized_unclustered(V15_PARAMETERS) {
+__global__ void __launch_bounds__(128 + 2 * BM * CONSUMERS_N, BM == 64 && CONSUMERS_N == 1 && SPLIT_K == 1 ? 2 : 1)
+    warp_specialized_unclustered(V15_PARAMETERS) {
     static_assert(CLUSTER_M == 1, "CTA pairs: warp_specialized");
     V15_BODY;
 }
 #undef V15_PARAMETERS
 #undef V15_BODY
-#undef V15_LAUNCH_BOUNDS
