@@ -182,7 +182,7 @@ def main():
     if spec and args.batch:
         parser.error("--batch and --groups: one or the other")
     if args.batch < 0:
-        parser.error("--batch must be positive")
+        parser.error("--batch: a number of products, 1 or more (0, the default: one product, no batch)")
     if tile.STREAM_K or tile.SPLIT_K > 1:
         parser.error("the timeline's per-CTA tile counts assume whole tiles (STREAM_K=0, SPLIT_K=1)")
     size = args.size or ("x".join(map(str, ROUTINGS[spec.routing].shape)) if spec and spec.routing else "4096")
