@@ -416,8 +416,8 @@ def timing_description(args) -> str:
         return (f"graph: do_bench_cudagraph, one CUDA graph of >= {args.rep / bench.GRAPH_REPLAYS:g} ms and >= "
                 f"{args.min_runs} calls, {bench.GRAPH_REPLAYS} replays, median of the replays' mean per call; no L2 "
                 f"flush between calls{rounds}")
-    clean = ", clean flush" if args.flush == "clean" else ""
-    return (f"events{clean}: do_bench, warm-up {args.warmup} ms, >= {args.rep} ms and >= {args.min_runs} calls "
+    label = bench.TimingOptions(args.timing, flush=args.flush).label  # as the results record it
+    return (f"{label}: do_bench, warm-up {args.warmup} ms, >= {args.rep} ms and >= {args.min_runs} calls "
             f"each timed alone after an L2 flush, median with 20-80 percentile spread{rounds}")
 
 
