@@ -42,8 +42,8 @@ Constraints: fp32, sm_80+ (cp.async). In Triton's interpreter the first `tl.dot`
 untimed. Gluon has no interpreter: the CPU tests compile every Gluon candidate for sm_80 and sm_90 (no
 spills) and check `a_tile_layout`'s banks; the GPU tests check every candidate on ragged shapes.
 Layouts and batches: both languages batch in one launch. CUDA C reads nn, tn, tt in place (tt as Cᵀ =
-Bᵀ·Aᵀ: nn's copies, C written by columns; nt copies B, faster than in place; 80-row tiles skip tn); ALIGNED
-asks 16-byte rows of C and of the chunked operands (B, Aᵀ). Triton reads Aᵀ in place and copies a
+Bᵀ·Aᵀ: nn's copies, C written by columns; nt copies B, faster than in place; 80- and 48-row tiles skip
+tn); ALIGNED asks 16-byte rows of C and of the chunked operands (B, Aᵀ). Triton reads Aᵀ in place and copies a
 transposed B (reading it in place scatters a warp over rows: slower); batches up to 65535.
 
 What it should reach: cuBLAS fp32's level at large sizes on an H100, within a few per cent, in both.
@@ -122,6 +122,7 @@ CUDA_CANDIDATES = (
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
     Tile(64, 64, 8, 32, 32, 4, 8),  # a whole 64×64 product per block: batches of small matrices
+    Tile(48, 64, 8, 48, 32, 4, 8),  # 2 warps of 48×32 (3 lane rows): a row past 256 costs 48 more, not 64 (257×4099)
     # 4 warps of 80×32 (5 lane rows): one balanced wave where powers of two make a second (1000×1100: 117 tiles,
     # 257×4099: 132); not tn (`reads`)
     Tile(80, 128, 8, 80, 32, 4, 8),
@@ -412,6 +413,7 @@ def gluon_warptile_kernel(
     # Two allocations, for even and odd tiles, each of STAGES/2 stages: Triton's barrier analysis cannot
     # tell stage kt % STAGES from stage (kt-1) % STAGES of one allocation, and put two more barriers per tile
     # around the copies. Tiles of one parity are only copied while the other's are read.
+    gl.static_assert(STAGES % 2 == 0, "STAGES is even: half the stages hold even tiles, half odd ones")
     plain: gl.constexpr = gl.SwizzledSharedLayout(1, 1, 1, [1, 0])
     HALF: gl.constexpr = STAGES // 2
     a_layout: gl.constexpr = a_tile_layout(BLOCK_K, BLOCK_M, A_K_LANES)

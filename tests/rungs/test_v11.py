@@ -31,20 +31,29 @@ import json, sys
 from implementations import v11_autotuned as v11
 cases = json.loads(sys.argv[1])
 out = [v11.gluon_report(v11.Tile(*tile), arch, even) for tile, arch, even in cases]
-print(json.dumps([r.__dict__ for r in out]))
+try:  # an odd number of stages, which the kernel's even and odd allocations cannot hold
+    v11.compile_gluon(v11.Tile(64, 64, 8, 32, 32, 3, 8), (9, 0))
+    odd = ""
+except Exception as exc:
+    odd = str(exc)
+print(json.dumps({"reports": [r.__dict__ for r in out], "odd_stages": odd}))
 """
 
 
 @pytest.fixture(scope="module")
-def reports():
+def compiled():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     root = str(Path(__file__).resolve().parents[2])
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
     proc = subprocess.run([sys.executable, "-c", SCRIPT, json.dumps(CASES)], capture_output=True, text=True,
                           env=env, cwd=root, timeout=900)
     assert proc.returncode == 0, proc.stderr[-4000:]
-    rows = json.loads(proc.stdout.strip().splitlines()[-1])
-    return {case: v11.PtxasReport(**row) for case, row in zip(CASES, rows, strict=True)}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def reports(compiled):
+    return {case: v11.PtxasReport(**row) for case, row in zip(CASES, compiled["reports"], strict=True)}
 
 
 @pytest.mark.parametrize("tile, arch, even", CASES, ids=lambda x: str(x))
@@ -58,6 +67,12 @@ def test_gluon_candidate_compiles_without_spills(reports, tile, arch, even):
 def test_gluon_tile_holds_its_stages_in_shared_memory(reports, tile):
     """STAGES copies of the A^T and B tiles, in the two allocations for even and odd tiles."""
     assert reports[(tile, "sm_90", True)].smem_bytes >= tile.STAGES * tile.BK * (tile.BM + tile.BN) * 4
+
+
+def test_gluon_kernel_refuses_an_odd_number_of_stages(compiled):
+    """Half the stages hold even tiles and half odd ones: with three, one stage would hold two tiles in flight, and
+    the product would be wrong, so it does not compile."""
+    assert "STAGES is even" in compiled["odd_stages"]
 
 
 def offsets_of(offset_bases, shape):
@@ -169,17 +184,17 @@ def test_one_product_takes_the_kernel_without_batch_offsets(monkeypatch):
 
 
 def test_the_search_offers_a_layout_only_the_tiles_whose_copies_divide_in_it():
-    """A transposed A's rows of 80 floats do not split over 80-row tiles' 128 threads: those tiles are offered,
-    and instantiated, for every layout but tn (tt reads the stored matrices as given: Cᵀ = Bᵀ·Aᵀ); every other
-    candidate reads every layout."""
-    eighty = [tile for tile in v11.CUDA_CANDIDATES if tile.BM == 80]
-    assert eighty and all(tile.reads(layout) == (layout != "tn") for tile in eighty for layout in LAYOUTS)
+    """A transposed A's rows of 80 (or 48) floats do not split over 80-row tiles' 128 threads (48-row tiles' 64):
+    those tiles are offered, and instantiated, for every layout but tn (tt reads the stored matrices as given:
+    Cᵀ = Bᵀ·Aᵀ); every other candidate reads every layout."""
+    odd = [tile for tile in v11.CUDA_CANDIDATES if tile.BM in (80, 48)]
+    assert len(odd) == 2 and all(tile.reads(layout) == (layout != "tn") for tile in odd for layout in LAYOUTS)
     for layout in LAYOUTS:
         offered = v11.CUDA_SEARCH.offered(layout)
-        assert offered == tuple(t for t in v11.CUDA_CANDIDATES if layout != "tn" or t.BM != 80), layout
-    assert not any(tile.kernel(aligned, "tn") in v11.KERNELS.kernels for tile in eighty for aligned in (True, False))
+        assert offered == tuple(t for t in v11.CUDA_CANDIDATES if layout != "tn" or t not in odd), layout
+    assert not any(tile.kernel(aligned, "tn") in v11.KERNELS.kernels for tile in odd for aligned in (True, False))
     assert all(tile.kernel(aligned, layout) in v11.KERNELS.kernels
-               for tile in eighty for aligned in (True, False) for layout in ("nn", "tt"))
+               for tile in odd for aligned in (True, False) for layout in ("nn", "tt"))
 
 
 def test_tt_launches_one_block_per_tile_of_c_transposed(monkeypatch):
