@@ -610,9 +610,10 @@ def small_shapes_lesson(docs: list[dict]) -> str:
         "are fewer than SMs (they never won there); deciding between candidates that tie with events "
         "in a CUDA graph, not by a launch's jitter; Triton launches bound once, as CuPy's are; and, for fp32, "
         "telling Triton when ragged rows still start 16-byte aligned, so that it copies them 16 bytes at a time, "
-        "and tiles sized to the shape's wave: CUDA C's 80-row tiles (a warp 80×32) make one even wave of "
-        "1000×1100 or 257×4099 where 64 or 128 rows make a second, a size Triton cannot take (a block's sides "
-        "are powers of two), so its side gets 32×64 tiles instead."
+        "and tiles sized to the shape: CUDA C's 80-row tiles (a warp 80×32) make one even wave of 1000×1100 "
+        "where 64 or 128 rows make a second, and its 48-row ones (a warp 48×32) waste 31 rows of 257 where 64- "
+        "and 80-row ones waste 63; sizes Triton cannot take (a block's sides are powers of two), so its side "
+        "gets 32×64 tiles instead."
     )
 
 
