@@ -39,8 +39,13 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
 
 
 def positive(kind):
+    noun = {int: "integer", float: "number"}[kind]
+
     def parse(text: str):
-        value = kind(text)
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"must be a positive {noun}, got {text!r}") from None
         if value <= 0:
             raise argparse.ArgumentTypeError(f"must be positive, got {text}")
         return value

@@ -45,6 +45,8 @@ def test_parse_impls():
     (["--sweep", "TILE"], "give a config parameter and integer values"),
     (["--sweep", "TILE=a,b"], "give a config parameter and integer values"),
     (["--cpu-limit", "0"], "must be positive"),
+    (["--batch", "3,4"], "must be a positive integer, got '3,4'"),
+    (["--rep", "fast"], "must be a positive number, got 'fast'"),
 ])
 def test_bad_arguments_exit_with_a_message(argv, message, capsys):
     with pytest.raises(SystemExit) as exc:
