@@ -38,19 +38,29 @@ def parse_sizes(text: str) -> list[tuple[int, int, int]]:
     return sizes
 
 
-def positive(kind):
+def _bounded(kind, allowed, bound: str):
     noun = {int: "integer", float: "number"}[kind]
 
     def parse(text: str):
         try:
             value = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"must be a positive {noun}, got {text!r}") from None
-        if value <= 0:
-            raise argparse.ArgumentTypeError(f"must be positive, got {text}")
+            raise argparse.ArgumentTypeError(f"must be a {bound} {noun}, got {text!r}") from None
+        if not allowed(value):
+            raise argparse.ArgumentTypeError(f"must be {bound}, got {text}")
         return value
 
     return parse
+
+
+def positive(kind):
+    """An argparse type: an int or float above zero, with a one-line error otherwise."""
+    return _bounded(kind, lambda v: v > 0, "positive")
+
+
+def non_negative(kind):
+    """An argparse type: an int or float of zero or more."""
+    return _bounded(kind, lambda v: v >= 0, "non-negative")
 
 
 def comma_list(parse_one):

@@ -46,7 +46,7 @@ from ..core.check import PRECISIONS, check, poison
 from ..core.env import environment, set_cublas_math
 from ..core.registry import Variant, all_variants
 from ..core.search import TunedRun
-from ..core.tasks import Task, skip_reason
+from ..core.tasks import Task, non_negative, positive, skip_reason
 
 SIZES = (16, 32, 64, 128, 256, 512, 1024)
 BATCH_WORK = 2**24  # multiply-adds in one batched call: one 256³ product
@@ -309,8 +309,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, required=True, help="folder for crossover.json, .md and .png")
     p.add_argument("--sizes", type=parse_sizes, default=list(SIZES), metavar="N,N,...",
                    help=f"the n of each n³ product (default {','.join(map(str, SIZES))})")
-    p.add_argument("--calls", type=int, default=200, help="timed calls per series and size (default 200)")
-    p.add_argument("--warmup", type=int, default=20, help="untimed calls first (default 20)")
+    p.add_argument("--calls", type=positive(int), default=200, help="timed calls per series and size (default 200)")
+    p.add_argument("--warmup", type=non_negative(int), default=20, help="untimed calls first (default 20)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     p.add_argument("--from", dest="saved", type=Path, metavar="JSON",
                    help="measure nothing: redraw crossover.md and crossover.png in --out from a saved crossover.json")

@@ -75,7 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--dtype", choices=sorted(PRECISIONS), default="fp32", help="operand precision (default: fp32)")
     p.add_argument("--layout", type=tasks.parse_layouts, default=("nn",), metavar="LIST",
                    help="operand layouts as compare.py takes them: nn, nt, tn, tt (default: nn)")
-    p.add_argument("--batch", type=int, default=0, metavar="B",
+    p.add_argument("--batch", type=tasks.non_negative(int), default=0, metavar="B",
                    help="a batch of B products of each size (default: one product)")
     p.add_argument("--shared", choices=("a", "b"), default="", help="with --batch: the operand the batch shares")
     p.add_argument("--config-json", type=_config, default=None, metavar="JSON",

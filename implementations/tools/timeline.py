@@ -37,7 +37,7 @@ import triton
 from .. import v15_warp_specialized as v15
 from .. import v18_grouped as v18
 from ..core.check import PRECISIONS, ROUTINGS, compare, make_inputs, make_offsets, parse_groups, poison, reference
-from ..core.tasks import parse_sizes
+from ..core.tasks import non_negative, parse_sizes, positive
 
 SM, START_NS, START_CLK, END_NS, END_CLK, TILES = range(6)
 
@@ -161,11 +161,11 @@ def main():
     parser.add_argument("--size", help="n for n³, or MxNxK (default: 4096, or the routing's with --groups)")
     parser.add_argument("--groups", help="v18's grouped product instead, its groups as compare.py's --groups "
                                          "(a routing: ramp, mixtral; a group count; the rows of each group)")
-    parser.add_argument("--batch", type=int, default=0, help="a batch of this many products of --size in one launch")
+    parser.add_argument("--batch", type=non_negative(int), default=0, help="a batch of this many products of --size in one launch")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     parser.add_argument("--tile", default="256,4,2,8,0",
                         help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K[,BM,SPLIT_K,CONSUMERS_N] (a candidate)")
-    parser.add_argument("--launches", type=int, default=5)
+    parser.add_argument("--launches", type=positive(int), default=5)
     parser.add_argument("--save", help="also write every launch's raw stamps to this .npz")
     parser.add_argument("--analyse", nargs="+", metavar="NPZ", help="analyse saved stamps instead (no GPU)")
     args = parser.parse_args()

@@ -35,6 +35,22 @@ def test_parse_impls():
         cli.parse_impls("cuda,opencl")
 
 
+@pytest.mark.parametrize("parse, text, value", [
+    (tasks.positive(int), "3", 3), (tasks.positive(float), "0.5", 0.5), (tasks.non_negative(int), "0", 0)])
+def test_bounded_numbers(parse, text, value):
+    assert parse(text) == value
+
+
+@pytest.mark.parametrize("parse, text, message", [
+    (tasks.positive(int), "0", "must be positive, got 0"),
+    (tasks.positive(int), "2.5", "must be a positive integer, got '2.5'"),
+    (tasks.non_negative(int), "-1", "must be non-negative, got -1"),
+    (tasks.non_negative(float), "soon", "must be a non-negative number, got 'soon'")])
+def test_bounded_numbers_refuse_with_the_reason(parse, text, message):
+    with pytest.raises(argparse.ArgumentTypeError, match=message):
+        parse(text)
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--rungs", "42"], "no rung matches '42'"),
     (["--sizes", "12x4"], "neither N nor MxNxK"),
