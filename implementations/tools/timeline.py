@@ -161,7 +161,8 @@ def main():
     parser.add_argument("--size", help="n for n³, or MxNxK (default: 4096, or the routing's with --groups)")
     parser.add_argument("--groups", help="v18's grouped product instead, its groups as compare.py's --groups "
                                          "(a routing: ramp, mixtral; a group count; the rows of each group)")
-    parser.add_argument("--batch", type=non_negative(int), default=0, help="a batch of this many products of --size in one launch")
+    parser.add_argument("--batch", type=non_negative(int), default=0,
+                        help="a batch of this many products of --size in one launch")
     parser.add_argument("--dtype", default="bf16", choices=["bf16", "fp16"])
     parser.add_argument("--tile", default="256,4,2,8,0",
                         help="BN,STAGES,CLUSTER_M,GROUP_M,STREAM_K[,BM,SPLIT_K,CONSUMERS_N] (a candidate)")
