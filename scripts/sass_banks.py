@@ -13,14 +13,15 @@ bank. A model of the hardware, not a measurement: speed is the GPU's to say (doc
 
 import argparse
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from implementations.core.cuda_c import COMPILE_OPTIONS, nvcc_path  # noqa: E402
+
 INSTRUCTION = re.compile(r"^\s+/\*([0-9a-f]{4,5})\*/\s+(.*?)\s*;", re.MULTILINE)
 REGISTER = re.compile(r"^-?\|?(R\d+)(\.reuse)?")
 
@@ -29,9 +30,9 @@ def disassemble(source: Path, kernel: str, arch: str) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         wrapper = Path(tmp) / "k.cu"
         wrapper.write_text(f'#include "{source.resolve()}"\nvoid* const tvc_kernel = (void*)&{kernel};\n')
-        subprocess.run(["nvcc", "-cubin", f"-arch={arch}", "-std=c++17", f"-I{ROOT / 'kernels_cuda'}",
-                        "-diag-suppress", "177", "-o", f"{tmp}/k.cubin", str(wrapper)], check=True)
-        return subprocess.run([shutil.which("cuobjdump") or "cuobjdump", "-sass", f"{tmp}/k.cubin"],
+        subprocess.run([nvcc_path(), "-cubin", f"-arch={arch}", *COMPILE_OPTIONS, "-diag-suppress", "177",
+                        "-o", f"{tmp}/k.cubin", str(wrapper)], check=True)
+        return subprocess.run(["cuobjdump", "-sass", f"{tmp}/k.cubin"],
                               capture_output=True, text=True, check=True).stdout
 
 
