@@ -66,7 +66,8 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.ampere import async_copy
 
 from .core.check import LAYOUTS
-from .core.cuda_c import MAX_GRID, CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas, rows_aligned
+from .core.cuda_c import (MAX_GRID, STATIC_SMEM_LIMIT, CudaSource, PtxasReport, bind, check_grid, cpp_bool, parse_ptxas,
+                          rows_aligned)
 from .core.registry import Variant, layout_of
 from .core.search import Search, each
 from .core.triton_util import block_of, describe_config, prebound
@@ -81,6 +82,7 @@ class Tile(NamedTuple):
     WN: int
     STAGES: int
     GROUP_M: int
+    C_STORE: int = 0  # CUDA C only: how a row-major C is stored, an index into C_STORES (the Gluon kernel: float4s)
 
     @property
     def threads(self) -> int:
@@ -98,15 +100,38 @@ class Tile(NamedTuple):
         a_t, b_t = (cpp_bool(op == "t") for op in layout)
         return f"autotuned<{','.join(map(str, self))},{cpp_bool(aligned)},{a_t},{b_t},{cpp_bool(batched)}>"
 
+    def tile_bytes(self, layout: str = "nn") -> int:
+        """The STAGES stages of the A and B tiles in shared memory. A K-major operand's tile is padded by 4
+        floats a row: A's but in tn, B's in nt (tt reads nn's way)."""
+        a_pad, b_pad = (0 if layout == "tn" else 4), (4 if layout == "nt" else 0)
+        return self.STAGES * self.BK * (self.BM + a_pad + self.BN + b_pad) * 4
+
+    def shared_mem(self, layout: str = "nn") -> int:
+        """Bytes of dynamic shared memory the kernel asks at launch: its tiles where they pass the 48 KB a
+        kernel may declare statically (warptile_block's test), else 0."""
+        size = self.tile_bytes(layout)
+        return size if size > STATIC_SMEM_LIMIT else 0
+
     def reads(self, layout: str) -> bool:
-        """Whether warptile_block's copies divide this tile in `layout` (its static_asserts): a transposed A's
-        stored rows of BM floats go a 16-byte chunk, or a float, per thread in whole passes of the block,
-        which 80-row tiles' 128 threads do not make. tt reads nn's way (Cᵀ = Bᵀ·Aᵀ)."""
+        """Whether this tile runs in `layout`. warptile_block's copies must divide it (its static_asserts): a
+        transposed A's stored rows of BM floats go a 16-byte chunk, or a float, per thread in whole passes of
+        the block, which 80-row tiles' 128 threads do not make. tt reads nn's way (Cᵀ = Bᵀ·Aᵀ) and stores C by
+        columns, its own way: it takes only the float4 C_STORE."""
+        if layout == "tt":
+            return self.C_STORE == 0
         return layout != "tn" or all(self.threads % along == 0 and self.BK % (self.threads // along) == 0
                                        for along in (self.BM // 4, self.BM))
 
     def __str__(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self._asdict().items())
+        fields = self._asdict()
+        store = C_STORES[fields.pop("C_STORE")]
+        return " ".join([f"{k}={v}" for k, v in fields.items()] + ([f"C={store}"] if self.C_STORE else []))
+
+
+# Tile.C_STORE: warptile_block's C_FLOAT4, C_FLOATS, C_FLOAT4_OF_SUMS. Which registers ptxas gives the
+# accumulators follows from the store (a float4 asks an aligned quad per row of four), and the k-loop's schedule
+# with them: which one is fastest depends on the tile and the shape.
+C_STORES = ("float4s", "floats", "float4s of sums")
 
 
 CUDA_CANDIDATES = (
@@ -119,6 +144,10 @@ CUDA_CANDIDATES = (
     Tile(128, 256, 8, 64, 64, 2, 8),
     Tile(128, 256, 8, 64, 64, 3, 16),
     Tile(128, 256, 8, 32, 128, 3, 8),  # 8×16 lane tiles
+    Tile(128, 256, 8, 64, 64, 3, 8, 1),  # C stored a float at a time: the accumulators in any registers
+    # a 16-deep k step: half the barriers per FMA, where a batch's blocks wait at them; past 48 KB of shared memory
+    Tile(128, 256, 16, 64, 64, 2, 8),
+    Tile(128, 256, 16, 64, 64, 3, 8, 2),
     Tile(256, 128, 8, 64, 64, 3, 8),
     Tile(64, 128, 8, 32, 64, 4, 8),  # smaller tiles: more blocks for small shapes
     Tile(64, 64, 8, 32, 32, 4, 8),  # a whole 64×64 product per block: batches of small matrices
@@ -172,7 +201,7 @@ def launch_candidate(a, b, c, tile: Tile, source: CudaSource = KERNELS):
     grid = (*tile.grid(M, N, layout), y, triton.cdiv(products, y))
     args = (a, b, c, np.int32(M), np.int32(N), np.int32(K), np.int64(a_step), np.int64(b_step), np.int32(products))
     kernel = tile.kernel(chunked_rows_aligned(a, b, c, layout), layout, batched=products > 1 or layout not in SINGLE)
-    return bind(source, kernel, grid, (tile.threads,), args)
+    return bind(source, kernel, grid, (tile.threads,), args, shared_mem=tile.shared_mem(layout))
 
 
 CUDA_SEARCH = Search(__name__, "cuda", CUDA_CANDIDATES, each(launch_candidate), tile=lambda t: (t.BM, t.BN),
@@ -488,7 +517,7 @@ def compile_gluon(tile: Tile, capability: tuple[int, int], even: bool = False, *
     unit = {"stride_ak", "stride_bn", "stride_cn"}
     signature = {n: "*fp32" if n.endswith("_ptr") else "constexpr" if n in unit else "i32" for n in names}
     constants = {n: 1 for n in unit} | {"EVEN": even} | GLUON_KNOBS | knobs | dict(zip(
-        ("BLOCK_M", "BLOCK_N", "BLOCK_K", "WARP_M", "WARP_N", "STAGES", "GROUP_M"), tile, strict=True))
+        ("BLOCK_M", "BLOCK_N", "BLOCK_K", "WARP_M", "WARP_N", "STAGES", "GROUP_M"), tile[:-1], strict=True))
     signature |= {n: "constexpr" for n in constants if n not in unit}
     divisible = {(i,): [["tt.divisibility", 16]] for i, n in enumerate(names) if n not in unit}
     source = GluonASTSource(gluon_warptile_kernel, signature, constants, divisible)

@@ -29,23 +29,42 @@ __host__ __device__ constexpr int blocks_per_sm() {
     return BM * BN <= 128 * 128 && BK == 8 ? 2 : 1;
 }
 
+// How a row-major C is stored (v11 searches it; step 6). Which registers ptxas gives the accumulators follows from
+// it, and with them the k-loop's schedule: a float4 store asks each row of four in an aligned register quad.
+constexpr int C_FLOAT4 = 0;  // float4s of the accumulators
+constexpr int C_FLOATS = 1;  // one float at a time: four times the store instructions, any registers
+constexpr int C_FLOAT4_OF_SUMS = 2;  // float4s of acc + 0.0f (not an identity, -0 + 0 = +0: the sums are new values)
+
 // A_T: A arrives as the transpose of a row-major K×M matrix (a[k·M + m]), read in place; B_T: B as that
 // of a row-major N×K one (b[n·K + k]). C_T: C is stored transposed, as a row-major N×M matrix (v11 computes
 // a tt product as Cᵀ = Bᵀ·Aᵀ, whose operands are its stored matrices as given). ALIGNED: the rows of the
 // stored C and of the W-major operands start on 16-byte boundaries (B's rows as given, A's stored rows of M
-// when A_T).
+// when A_T). C_STORE: one of the above (not with C_T, which chooses its own). Tiles past the 48 KB a kernel may
+// declare statically live in dynamic shared memory, which the launcher sizes (v11's `Tile.shared_mem`).
 template <int BM, int BN, int BK, int WM, int WN, int STAGES, bool ALIGNED, bool A_T = false, bool B_T = false,
-          bool C_T = false>
+          bool C_T = false, int C_STORE = C_FLOAT4>
 __device__ __forceinline__ void warptile_block(const float* __restrict__ a, const float* __restrict__ b,
                                                float* __restrict__ c, int M, int N, int K,
                                                int block_row, int block_col) {
     constexpr int THREADS = (BM / WM) * (BN / WN) * 32;
     constexpr int M_ITER = WM / 16, N_ITER = WN / 32;  // 16×32 sub-tiles per warp tile
     static_assert(BM % WM == 0 && BN % WN == 0 && WM % 16 == 0 && WN % 32 == 0 && STAGES >= 2, "tiles nest");
+    static_assert(C_STORE >= C_FLOAT4 && C_STORE <= C_FLOAT4_OF_SUMS && (!C_T || C_STORE == C_FLOAT4), "a C_STORE");
     // a K-major operand's tile is padded: conflict-free transposed copies (load_tile)
     constexpr int A_PAD = A_T ? 0 : 4, B_PAD = B_T ? 4 : 0;
-    __shared__ __align__(16) float a_tile[STAGES][BK][BM + A_PAD];
-    __shared__ __align__(16) float b_tile[STAGES][BK][BN + B_PAD];
+    constexpr int A_FLOATS = STAGES * BK * (BM + A_PAD), B_FLOATS = STAGES * BK * (BN + B_PAD);
+    float (*a_tile)[BK][BM + A_PAD];
+    float (*b_tile)[BK][BN + B_PAD];
+    if constexpr ((A_FLOATS + B_FLOATS) * sizeof(float) > 48 * 1024) {
+        extern __shared__ __align__(16) float dynamic_tiles[];
+        a_tile = reinterpret_cast<float (*)[BK][BM + A_PAD]>(dynamic_tiles);
+        b_tile = reinterpret_cast<float (*)[BK][BN + B_PAD]>(dynamic_tiles + A_FLOATS);
+    } else {
+        __shared__ __align__(16) float a_static[STAGES][BK][BM + A_PAD];
+        __shared__ __align__(16) float b_static[STAGES][BK][BN + B_PAD];
+        a_tile = a_static;
+        b_tile = b_static;
+    }
 
     // ---- 2. map this thread to its warp's tile, its lane's 4×4 sub-tiles, and its copies ----
     const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
@@ -173,7 +192,7 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
         }
     }
 
-    // ---- 6. write back, along a row of C, a float4 at a time (a warp's store covers 4 rows × 128 bytes), or
+    // ---- 6. write back, along a row of C, as C_STORE asks (a warp's float4 store covers 4 rows × 128 bytes), or
     // (C_T) down a column. There a float4 would read the accumulators by columns, and ptxas schedules the
     // k-loop worse for it (docs/notes/v11.md): where a block has the SM's registers to itself, C_T stores one
     // float at a time in the accumulators' row order; with two blocks per SM (128 registers a thread) that
@@ -211,7 +230,17 @@ __device__ __forceinline__ void warptile_block(const float* __restrict__ a, cons
 #pragma unroll
                 for (int ni = 0; ni < N_ITER; ++ni) {
                     const float* v = &acc[mi * 4 + i][ni * 4];
-                    store4(c, row0 + mi * 16 + i, col0 + ni * 32, M, N, ALIGNED, make_float4(v[0], v[1], v[2], v[3]));
+                    const int row = row0 + mi * 16 + i, col = col0 + ni * 32;
+                    if constexpr (C_STORE == C_FLOATS) {
+#pragma unroll
+                        for (int j = 0; j < 4; ++j)
+                            if (row < M && col + j < N) c[row * N + col + j] = v[j];
+                    } else if constexpr (C_STORE == C_FLOAT4_OF_SUMS) {
+                        store4(c, row, col, M, N, ALIGNED, make_float4(__fadd_rn(v[0], 0.0f), __fadd_rn(v[1], 0.0f),
+                                                                      __fadd_rn(v[2], 0.0f), __fadd_rn(v[3], 0.0f)));
+                    } else {
+                        store4(c, row, col, M, N, ALIGNED, make_float4(v[0], v[1], v[2], v[3]));
+                    }
                 }
     }
 }

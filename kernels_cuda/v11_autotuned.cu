@@ -9,9 +9,11 @@
 // tiles of Cᵀ (BM rows along N, BN columns along M) and written down C's columns. Batch: `products`
 // products; matrix p of A at a + p·a_step (a_step 0: one A shared by the batch), of B at b + p·b_step, of
 // C at c + p·M·N. Launch: block (BM/WM)·(BN/WN)·32 threads, grid (ceil(M/BM)·ceil(N/BN), or for tt
-// ceil(N/BM)·ceil(M/BN); min(products, 65535); ceil(products/65535)). Template <BM, BN, BK, WM, WN, STAGES,
-// GROUP_M, ALIGNED, A_T, B_T, BATCHED>; needs sm_80+. ALIGNED: the rows of C and of the operands copied in
-// 16-byte chunks (B unless B_T, A if A_T) start on 16-byte boundaries in every matrix of the batch.
+// ceil(N/BM)·ceil(M/BN); min(products, 65535); ceil(products/65535)), and, for tiles past 48 KB of shared
+// memory, that much dynamic shared memory (`Tile.shared_mem`). Template <BM, BN, BK, WM, WN, STAGES, GROUP_M,
+// C_STORE, ALIGNED, A_T, B_T, BATCHED>; needs sm_80+. C_STORE: how a row-major C is stored (v10's C_FLOAT4,
+// C_FLOATS, C_FLOAT4_OF_SUMS; tt stores by columns, its own way). ALIGNED: the rows of C and of the operands
+// copied in 16-byte chunks (B unless B_T, A if A_T) start on 16-byte boundaries in every matrix of the batch.
 // BATCHED false: one product, compiled without the batch offsets, which would otherwise turn the
 // operands' base addresses from kernel parameters into registers inside the k-loop (docs/notes/v11.md).
 // Blocks are scheduled roughly in blockIdx order. In row-major order the blocks in flight at one time
@@ -20,8 +22,8 @@
 // flight share GROUP_M row panels of A and a few column panels of B, which stay in L2.
 #include "v10_warptiling.cu"
 
-template <int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, bool ALIGNED, bool A_T, bool B_T,
-          bool BATCHED>
+template <int BM, int BN, int BK, int WM, int WN, int STAGES, int GROUP_M, int C_STORE, bool ALIGNED, bool A_T,
+          bool B_T, bool BATCHED>
 __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, blocks_per_sm<BM, BN, BK>())
     autotuned(const float* __restrict__ a, const float* __restrict__ b, float* __restrict__ c, int M, int N, int K,
               long long a_step, long long b_step, int products) {
@@ -43,6 +45,7 @@ __global__ void __launch_bounds__((BM / WM) * (BN / WN) * 32, blocks_per_sm<BM, 
                                                                               block_m * BN);
     } else {
         grouped_tile(blockIdx.x, (M + BM - 1) / BM, (N + BN - 1) / BN, GROUP_M, block_m, block_n);
-        warptile_block<BM, BN, BK, WM, WN, STAGES, ALIGNED, A_T, B_T>(a, b, c, M, N, K, block_m * BM, block_n * BN);
+        warptile_block<BM, BN, BK, WM, WN, STAGES, ALIGNED, A_T, B_T, false, C_STORE>(a, b, c, M, N, K, block_m * BM,
+                                                                                   block_n * BN);
     }
 }

@@ -13,7 +13,8 @@ included) and in a CUDA graph, against cuBLAS timed the same ways:
     python scripts/small_probe.py --sizes 1024,128x4096x4096 --cuda "128,4,2,8,0,64" --triton "64,128,64,4,4"
 
 With --rung 11, the same for fp32 (TF32 off): v11's candidates, and tiles given as BM,BN,BK,WM,WN,STAGES,GROUP_M
-(--cuda; in --triton a Gluon tile, where five numbers are a `tl.dot` config BLOCK_M,BLOCK_N,BLOCK_K,warps,stages):
+and, for CUDA C, optionally C_STORE (--cuda; in --triton a Gluon tile, where five numbers are a `tl.dot` config
+BLOCK_M,BLOCK_N,BLOCK_K,warps,stages):
 
     python scripts/small_probe.py --rung 11 --sizes 1000x1100x1028 --cuda "80,128,8,80,32,4,8"
 
@@ -195,7 +196,7 @@ def probe_sizes_fp32(args, out):
     """--rung 11 --sizes: at each shape v11's candidates in both languages, plus --cuda and --triton."""
     extra_tiles = [v11.Tile(*map(int, t.split(","))) for t in args.cuda.split()]
     numbers = [tuple(map(int, t.split(","))) for t in args.triton.split()]
-    extra_triton = [v11.Tile(*n) if len(n) == len(v11.Tile._fields) else v11._config(*n) for n in numbers]
+    extra_triton = [v11.Tile(*n) if len(n) == len(v11.Tile._fields) - 1 else v11._config(*n) for n in numbers]
     tiles = [t for t in v11.CUDA_SEARCH.candidates + tuple(extra_tiles) if t.reads(args.layout)]
     source = v11.CudaSource(v11.__name__, [t.kernel(aligned, args.layout, batched) for aligned in (True, False)
                                            for batched in (False, True) for t in tiles])
@@ -316,11 +317,11 @@ def main() -> int:
                    help="with --rung 11: the operands' layout, each read in place (v11's CUDA C nt kernel too)")
     p.add_argument("--cuda", default="", help="with --sizes: CUDA tiles beyond the candidates, space-separated, each "
                    "BN,STAGES,CLUSTER_M,GROUP_M[,STREAM_K,BM,SPLIT_K,CONSUMERS_N,SWAP_AB] (v15, and v19 on fp8) or "
-                   "BM,BN,BK,WM,WN,STAGES,GROUP_M (v11)")
+                   "BM,BN,BK,WM,WN,STAGES,GROUP_M[,C_STORE] (v11)")
     p.add_argument("--triton", default="", help="with --sizes: Triton configs beyond the candidates, space-separated, "
                    "each BLOCK_M,BLOCK_N,BLOCK_K,num_warps,num_stages[,SPLIT_K[,SWAP_AB[,TMA]]] (v15: persistent and "
                    "flattened, split-K, swapped, or with TMA 0 v11's pointer kernel; v11: a tl.dot config), or a v11 "
-                   "Gluon tile as --cuda's")
+                   "Gluon tile BM,BN,BK,WM,WN,STAGES,GROUP_M")
     p.add_argument("--against", type=Path, metavar="DIR",
                    help="with --sizes (v15): also time the CUDA C tiles compiled from DIR/v15_warp_specialized.cu, "
                    "e.g. an earlier commit's (git show REV:kernels_cuda/v15_warp_specialized.cu), beside the working "

@@ -9,6 +9,7 @@ it. The compiles run in a fresh process: once Triton's interpreter has run a ker
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,7 @@ import torch
 
 from implementations import v11_autotuned as v11
 from implementations.core.check import LAYOUTS, PRECISIONS, check, make_inputs, poison
+from implementations.core.cuda_c import CudaSource, compile_report
 
 from ..helpers import param_id, skip_unless_runnable
 from ..ladder.test_searches import check_every_candidate
@@ -157,12 +159,12 @@ def test_launcher_asks_for_the_layouts_kernel_and_continues_a_long_batch_along_z
     """tt, A a batch of 70000, B shared: the tt kernel (unaligned: Aᵀ's rows of 3 floats), grid y full and z
     the rest, A's matrix stride and B's 0."""
     launches = []
-    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args: launches.append((name, grid, args)))
+    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args, **_: launches.append((name, grid, args)))
     a, b = make_inputs(3, 5, 2, FP32, "cpu", 1, layout="tt", batch=70000)
     tile = v11.CUDA_CANDIDATES[0]
     v11.launch_candidate(a, b[0], torch.empty(70000, 3, 5), tile)
     [(name, grid, args)] = launches
-    assert name == tile.kernel(False, "tt", batched=True) == "autotuned<128,128,8,32,64,3,8,false,true,true,true>"
+    assert name == tile.kernel(False, "tt", batched=True) == "autotuned<128,128,8,32,64,3,8,0,false,true,true,true>"
     assert grid == (1, 65535, 2)
     assert args[3:] == (3, 5, 2, 6, 0, 70000)
 
@@ -171,7 +173,7 @@ def test_one_product_takes_the_kernel_without_batch_offsets(monkeypatch):
     """A single product (or a batch of one) launches the BATCHED=false instantiation, whose k-loop reads the
     operands' base addresses as kernel parameters."""
     launches = []
-    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args: launches.append(name))
+    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args, **_: launches.append(name))
     tile = v11.CUDA_CANDIDATES[0]
     for batch in (0, 1, 2):
         a, b = make_inputs(8, 8, 8, FP32, "cpu", 1, batch=batch)
@@ -186,12 +188,17 @@ def test_one_product_takes_the_kernel_without_batch_offsets(monkeypatch):
 def test_the_search_offers_a_layout_only_the_tiles_whose_copies_divide_in_it():
     """A transposed A's rows of 80 (or 48) floats do not split over 80-row tiles' 128 threads (48-row tiles' 64):
     those tiles are offered, and instantiated, for every layout but tn (tt reads the stored matrices as given:
-    Cᵀ = Bᵀ·Aᵀ); every other candidate reads every layout."""
+    Cᵀ = Bᵀ·Aᵀ). tt stores C by columns, its own way, so the tiles with another C_STORE than float4s are not
+    offered there. Every other candidate reads every layout."""
     odd = [tile for tile in v11.CUDA_CANDIDATES if tile.BM in (80, 48)]
+    stores = [tile for tile in v11.CUDA_CANDIDATES if tile.C_STORE]
     assert len(odd) == 2 and all(tile.reads(layout) == (layout != "tn") for tile in odd for layout in LAYOUTS)
+    assert stores and all(tile.reads(layout) == (layout != "tt") for tile in stores for layout in LAYOUTS)
+    assert not any(tile.kernel(aligned, "tt") in v11.KERNELS.kernels for tile in stores for aligned in (True, False))
     for layout in LAYOUTS:
         offered = v11.CUDA_SEARCH.offered(layout)
-        assert offered == tuple(t for t in v11.CUDA_CANDIDATES if layout != "tn" or t not in odd), layout
+        assert offered == tuple(t for t in v11.CUDA_CANDIDATES
+                                if (layout != "tn" or t not in odd) and (layout != "tt" or t not in stores)), layout
     assert not any(tile.kernel(aligned, "tn") in v11.KERNELS.kernels for tile in odd for aligned in (True, False))
     assert all(tile.kernel(aligned, layout) in v11.KERNELS.kernels
                for tile in odd for aligned in (True, False) for layout in ("nn", "tt"))
@@ -201,12 +208,42 @@ def test_tt_launches_one_block_per_tile_of_c_transposed(monkeypatch):
     """tt computes Cᵀ = Bᵀ·Aᵀ in BM×BN tiles of Cᵀ: at M = 300, N = 5 a 128×256 tile makes 1 × 2 blocks where
     C's own tiles would make 3 × 1."""
     launches = []
-    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args: launches.append(grid))
+    monkeypatch.setattr(v11, "bind", lambda source, name, grid, block, args, **_: launches.append(grid))
     tile = next(t for t in v11.CUDA_CANDIDATES if (t.BM, t.BN) == (128, 256))
     for layout in ("nn", "tt"):
         a, b = make_inputs(300, 5, 7, FP32, "cpu", 1, layout=layout)
         v11.launch_candidate(a, b, torch.empty(300, 5), tile)
     assert launches == [(3, 1, 1), (2, 1, 1)]
+
+
+def test_a_tile_past_48_kb_of_shared_memory_asks_for_it_at_launch(monkeypatch):
+    """The 16-deep 128×256 tile of two stages holds 49664 bytes in nn (A's tile padded), past the 48 KB a kernel
+    may declare statically: its launch asks for them as dynamic shared memory; v10's tile asks none."""
+    launches = []
+    monkeypatch.setattr(v11, "bind", lambda *_, shared_mem: launches.append(shared_mem))
+    deep = v11.Tile(128, 256, 16, 64, 64, 2, 8)
+    assert deep in v11.CUDA_CANDIDATES
+    a, b = make_inputs(300, 5, 7, FP32, "cpu", 1)
+    for tile in (deep, v11.CUDA_CANDIDATES[0]):
+        v11.launch_candidate(a, b, torch.empty(300, 5), tile)
+    assert launches == [49664, 0]
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not installed")
+@pytest.mark.parametrize("tile", [t for t in v11.CUDA_CANDIDATES if t.BK == 16 and t.BN == 256], ids=str)
+def test_the_launcher_sizes_the_shared_memory_ptxas_does_not_see(tile):
+    """Each kernel of the tiles at the 48 KB line: ptxas's static shared memory is the whole tile where the
+    launcher asks for none (the two-stage tile in tn: exactly 48 KB, as its A is not padded), and none where the
+    launcher asks for the tile at launch."""
+    layouts = {tile.kernel(aligned, layout, batched): layout for layout in LAYOUTS if tile.reads(layout)
+               for aligned in (True, False) for batched in (False, True)}
+    reports = compile_report(CudaSource(v11.__name__, [k for k in v11.KERNELS.kernels if k in layouts]), "sm_90")
+    assert reports
+    for report in reports:
+        layout = layouts[report.kernel]
+        dynamic = tile.shared_mem(layout)
+        assert dynamic in (0, tile.tile_bytes(layout))
+        assert report.smem_bytes == (0 if dynamic else tile.tile_bytes(layout)), report.kernel
 
 
 def test_other_strides_are_refused_in_one_line():
