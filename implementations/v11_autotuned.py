@@ -11,7 +11,7 @@ The idea. Two changes, neither touching v10's inner loop, and on the Triton side
   shared search (implementations/core/search.py) times them at the first call per device and shape,
   for both languages. v10's tile in row-major order (GROUP_M = 1) is one of them: the search shows what
   grouping is worth. CUDA C's tiles need not be powers of two (80 rows: one even wave where 64 or 128
-  make two); a Triton block's must be.
+  make two; a Triton block's must be); so is its store of C (float4s pin accumulators to register quads).
 - Gluon. `tl.dot` in ieee fp32 lowers to FMAs over a default layout that cannot be chosen, and stays
   short of the CUDA tile. So the Triton side adds a Gluon kernel (`triton.experimental.gluon`, the same
   compiler with layouts and pipeline written out): the CUDA kernel's structure, phase for phase.
