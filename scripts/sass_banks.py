@@ -1,7 +1,7 @@
 """The k-loop of an fp32 CUDA kernel in SASS, and how its FFMAs read the register file (no GPU: nvcc and cuobjdump;
 where the toolkit lacks cuobjdump, `pip install nvidia-cuda-cuobjdump` puts one under site-packages/nvidia/cu13/bin).
 
-    python scripts/sass_banks.py kernels_cuda/v11_autotuned.cu "autotuned<128,256,8,64,64,3,8,true,false,false,true>"
+    python scripts/sass_banks.py kernels_cuda/v11_autotuned.cu "autotuned<128,256,8,64,64,3,8,0,true,false,false,true>"
     python scripts/sass_banks.py --sass cutlass.sass       (an already disassembled cubin, every kernel in it)
 
 The k-loop is the backward branch holding the most FFMAs. Per FFMA it counts the source registers not served by

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The SASS instruction mix of one CUDA kernel instantiation (needs nvcc and cuobjdump; no GPU: where the
 # toolkit lacks cuobjdump, `pip install nvidia-cuda-cuobjdump` puts one under site-packages/nvidia/cu13/bin).
-#   scripts/sass_mix.sh v11_autotuned.cu "autotuned<128,256,8,64,64,3,8,true,false,false,false>" sm_90
+#   scripts/sass_mix.sh v11_autotuned.cu "autotuned<128,256,8,64,64,3,8,0,true,false,false,false>" sm_90
 set -euo pipefail
 cd "$(dirname "$0")/.."
 src=$1 kernel=$2 arch=${3:-sm_90}
