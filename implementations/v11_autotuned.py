@@ -144,7 +144,7 @@ CUDA_CANDIDATES = (
     Tile(128, 256, 8, 64, 64, 2, 8),
     Tile(128, 256, 8, 64, 64, 3, 16),
     Tile(128, 256, 8, 32, 128, 3, 8),  # 8×16 lane tiles
-    Tile(128, 256, 8, 64, 64, 3, 8, 1),  # C stored a float at a time: the accumulators in any registers
+    Tile(128, 256, 8, 64, 64, 3, 8, 1),  # C a float at a time, the accumulators in any registers: single products
     # a 16-deep k step: half the barriers per FMA, where a batch's blocks wait at them; past 48 KB of shared memory
     Tile(128, 256, 16, 64, 64, 2, 8),
     Tile(128, 256, 16, 64, 64, 3, 8, 2),
